@@ -1,0 +1,37 @@
+"""Run configurations, shared by the CLI, the Prefect flows and prefect.yaml parameters.
+
+A configuration holds paths and settings only, never data: it is stored by
+Prefect as the flow run's parameters and by MLflow as the run's params.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpsyn.pii import ScrubConfig
+from dpsyn.synth.base import PrivacyConfig
+from dpsyn.validation import ValidationConfig
+
+__all__ = ["PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig"]
+
+
+class SynthesizeConfig(BaseModel):
+    """Everything one ``synthesize`` run needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: Path = Field(description="The sensitive input table (CSV or Parquet). Never modified.")
+    table_schema: str = Field(description="A schema YAML path, or the name of a shipped schema.")
+    out: Path = Field(description="Output folder; published atomically if the gate passes.")
+    overwrite: bool = Field(default=False, description="Replace a non-empty output folder.")
+    synthesizer: str = Field(default="dpgen", description="A registered synthesizer name.")
+    synthesizer_config: dict[str, Any] = Field(default_factory=dict)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+    scrub: ScrubConfig = Field(default_factory=ScrubConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    n_samples: int | None = Field(default=None, ge=1, description="Synthetic rows; default: as many as real rows.")
+    sample_seed: int | None = Field(default=None, description="Seed for sampling from the fitted model.")
+    experiment: str = Field(default="dpsyn", description="MLflow experiment name.")

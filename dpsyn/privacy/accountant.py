@@ -1,0 +1,257 @@
+"""One privacy accountant per run: every mechanism that reads private rows charges it.
+
+:class:`PrivacyAccountant` wraps an Opacus accountant (``prv`` by default,
+or ``rdp``) and keeps a labelled ledger beside its history, so the budget
+split is visible (which mechanism spent what). Every mechanism is a
+(subsampled) Gaussian mechanism, recorded as ``(noise_multiplier,
+sample_rate, steps)``:
+
+* a DP-SGD run is ``(σ, q, T)`` with Poisson sample rate ``q``;
+* a one-shot Gaussian release with L2 sensitivity Δ and noise std σΔ is
+  ``(σ, 1.0, 1)``.
+
+Noise is calibrated *before* a mechanism runs (:meth:`calibrate`), against
+the target ε given what was already spent and what is planned for later in
+the run (:meth:`plan`), so the total stays ≤ the target. :meth:`check`
+raises :class:`PrivacyBudgetExceededError` on any overspend.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass
+
+from dpsyn.errors import ConfigError, PrivacyBudgetExceededError, UnknownComponentError
+
+__all__ = ["Mechanism", "PrivacyAccountant", "gaussian_epsilon", "list_accountants"]
+
+logger = logging.getLogger(__name__)
+
+_ACCOUNTANTS = ("prv", "rdp")
+_EPS_TOL = 1e-9
+_RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + list(range(64, 1024, 16)) + [
+    1024, 2048, 4096, 8192, 16384,
+]
+
+
+def list_accountants() -> list[str]:
+    return list(_ACCOUNTANTS)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One entry of the ledger: a (subsampled) Gaussian mechanism applied ``steps`` times."""
+
+    label: str
+    noise_multiplier: float
+    sample_rate: float
+    steps: int
+
+    def as_tuple(self) -> tuple[float, float, int]:
+        return (float(self.noise_multiplier), float(self.sample_rate), int(self.steps))
+
+
+def _make(name: str):
+    if name not in _ACCOUNTANTS:
+        raise UnknownComponentError(f"unknown accountant '{name}'; choose one of: {', '.join(_ACCOUNTANTS)}")
+    from opacus.accountants import create_accountant
+
+    return create_accountant(mechanism=name)
+
+
+def _epsilon_of(name: str, entries: list[tuple[float, float, int]], delta: float) -> float:
+    if not entries:
+        return 0.0
+    acct = _make(name)
+    acct.history = list(entries)
+    try:
+        if name == "rdp":
+            # Opacus' default orders stop at 63, which cannot certify ε below ~0.2 at δ=1e-5.
+            return float(acct.get_epsilon(delta=delta, alphas=_RDP_ORDERS))
+        return float(acct.get_epsilon(delta=delta))
+    except (MemoryError, OverflowError, ValueError):
+        # PRV's discretisation blows up for very small σ: such a mechanism is far over any budget.
+        return math.inf
+
+
+def gaussian_epsilon(noise_multiplier: float, *, delta: float, accountant: str = "prv") -> float:
+    """ε of one Gaussian release with the given noise multiplier."""
+    return _epsilon_of(accountant, [(noise_multiplier, 1.0, 1)], delta)
+
+
+class PrivacyAccountant:
+    """Owns the privacy budget of one run.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The run's target (ε, δ). Every ε reported is at this δ.
+    accountant : {"prv", "rdp"}
+        Opacus accountant used for composition.
+    """
+
+    def __init__(self, *, epsilon: float, delta: float, accountant: str = "prv"):
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise ConfigError(f"epsilon must be a positive number, got {epsilon}")
+        if not (0 < delta < 1):
+            raise ConfigError(f"delta must be in (0, 1), got {delta}")
+        _make(accountant)  # validates the name
+        self.target_epsilon = float(epsilon)
+        self.delta = float(delta)
+        self.name = accountant
+        self.ledger: list[Mechanism] = []
+        self.planned: list[Mechanism] = []
+        self._opacus = None
+
+    # -- what has been spent ------------------------------------------------------------
+    def history(self) -> list[tuple[float, float, int]]:
+        return [m.as_tuple() for m in self.ledger]
+
+    def epsilon(self, *, include_planned: bool = False) -> float:
+        """ε spent so far at ``self.delta`` (optionally with the planned mechanisms)."""
+        entries = self.history() + ([m.as_tuple() for m in self.planned] if include_planned else [])
+        return _epsilon_of(self.name, entries, self.delta)
+
+    def remaining(self) -> float:
+        return max(0.0, self.target_epsilon - self.epsilon())
+
+    def record(self, label: str, *, noise_multiplier: float, sample_rate: float, steps: int) -> Mechanism:
+        """Record a mechanism that has run. Consumes a matching planned entry if one exists."""
+        if noise_multiplier <= 0:
+            raise PrivacyBudgetExceededError(f"mechanism '{label}' has no noise (noise_multiplier={noise_multiplier})")
+        if not (0 < sample_rate <= 1) or steps < 0:
+            raise ConfigError(f"mechanism '{label}': sample_rate must be in (0, 1] and steps ≥ 0")
+        m = Mechanism(label, float(noise_multiplier), float(sample_rate), int(steps))
+        self.planned = [p for p in self.planned if p.label != label]
+        if steps > 0:
+            self.ledger.append(m)
+        logger.info("privacy: %s σ=%.4g q=%.4g steps=%d", label, noise_multiplier, sample_rate, steps)
+        return m
+
+    def check(self) -> float:
+        """Return ε spent; raise :class:`PrivacyBudgetExceededError` if it exceeds the target."""
+        eps = self.epsilon()
+        if eps > self.target_epsilon + _EPS_TOL:
+            raise PrivacyBudgetExceededError(
+                f"spent ε={eps:.4f} exceeds the target ε={self.target_epsilon:g} at δ={self.delta:g}"
+            )
+        return eps
+
+    # -- planning and calibration -------------------------------------------------------
+    def plan(self, label: str, *, noise_multiplier: float, sample_rate: float = 1.0, steps: int = 1) -> Mechanism:
+        """Declare a mechanism that will run later in this run, so calibration leaves room for it."""
+        m = Mechanism(label, float(noise_multiplier), float(sample_rate), int(steps))
+        self.planned = [p for p in self.planned if p.label != label] + [m]
+        if self.epsilon(include_planned=True) > self.target_epsilon + _EPS_TOL:
+            self.planned.pop()
+            raise PrivacyBudgetExceededError(
+                f"planned mechanism '{label}' does not fit in the remaining budget of ε={self.target_epsilon:g}"
+            )
+        return m
+
+    def sigma_for_share(self, share: float) -> float:
+        """Noise multiplier of one Gaussian release that alone costs ``share`` × the target ε."""
+        if not 0 < share < 1:
+            raise ConfigError(f"budget share must be in (0, 1), got {share}")
+        goal = share * self.target_epsilon
+        return self._search(lambda s: _epsilon_of(self.name, [(s, 1.0, 1)], self.delta), goal)
+
+    def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd") -> float:
+        """Smallest noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within budget.
+
+        Accounts for what was already spent and for every planned mechanism.
+        """
+        base = self.history() + [m.as_tuple() for m in self.planned if m.label != label]
+        if _epsilon_of(self.name, base, self.delta) >= self.target_epsilon:
+            raise PrivacyBudgetExceededError(
+                f"no budget left for '{label}': spent and planned mechanisms already use ε={self.target_epsilon:g}"
+            )
+        sigma = self._search(
+            lambda s: _epsilon_of(self.name, base + [(s, sample_rate, steps)], self.delta), self.target_epsilon
+        )
+        logger.info("privacy: calibrated %s σ=%.4f for q=%.4g, %d steps", label, sigma, sample_rate, steps)
+        return sigma
+
+    @staticmethod
+    def _search(eps_of, goal: float, *, lo: float = 0.3, hi: float = 4096.0, rel_tol: float = 0.002) -> float:
+        """Smallest σ with eps_of(σ) ≤ goal (ε decreases in σ), by bisection in log σ."""
+        if eps_of(hi) > goal:
+            raise PrivacyBudgetExceededError(f"cannot reach ε={goal:.4g}: even σ={hi:g} spends more")
+        if eps_of(lo) <= goal:
+            return lo
+        for _ in range(60):
+            if hi / lo < 1 + rel_tol:
+                break
+            mid = math.sqrt(lo * hi)
+            if eps_of(mid) <= goal:
+                hi = mid
+            else:
+                lo = mid
+        return hi  # always the feasible end
+
+    # -- Opacus integration and reporting -----------------------------------------------
+    def opacus_accountant(self):
+        """An Opacus accountant whose history is this run's; DP-SGD steps append to it.
+
+        Call :meth:`sync_from_opacus` after training to move those steps into the ledger.
+        """
+        acct = _make(self.name)
+        acct.history = self.history()
+        self._opacus = (acct, len(acct.history))
+        return acct
+
+    def sync_from_opacus(self, label: str) -> list[Mechanism]:
+        """Record the DP-SGD steps an Opacus accountant took since :meth:`opacus_accountant`."""
+        if self._opacus is None:
+            return []
+        acct, n0 = self._opacus
+        new = []
+        # RDP merges repeated (σ, q) entries; PRV appends one per step. Aggregate by (σ, q).
+        counts: dict[tuple[float, float], int] = {}
+        old = {}
+        for i, (s, q, t) in enumerate(acct.history):
+            if i < n0:
+                old[(s, q)] = old.get((s, q), 0) + t
+            counts[(s, q)] = counts.get((s, q), 0) + t
+        for (s, q), t in counts.items():
+            extra = t - old.get((s, q), 0)
+            if extra > 0:
+                new.append(self.record(label, noise_multiplier=s, sample_rate=q, steps=extra))
+        self._opacus = None
+        return new
+
+    def epsilon_curve(self, deltas: list[float]) -> list[tuple[float, float]]:
+        """(δ, ε(δ)) for the mechanisms recorded so far."""
+        return [(d, _epsilon_of(self.name, self.history(), d)) for d in deltas]
+
+    def state_dict(self) -> dict:
+        """Everything needed to resume accounting in another process (no data values)."""
+        return {
+            "epsilon": self.target_epsilon,
+            "delta": self.delta,
+            "accountant": self.name,
+            "ledger": [asdict(m) for m in self.ledger],
+            "planned": [asdict(m) for m in self.planned],
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict) -> PrivacyAccountant:
+        acct = cls(epsilon=state["epsilon"], delta=state["delta"], accountant=state["accountant"])
+        acct.ledger = [Mechanism(**m) for m in state.get("ledger", [])]
+        acct.planned = [Mechanism(**m) for m in state.get("planned", [])]
+        return acct
+
+    def summary(self) -> dict:
+        """A JSON-able account of the run's privacy spend (no data values)."""
+        per_label: dict[str, float] = {}
+        for m in self.ledger:
+            per_label[m.label] = _epsilon_of(self.name, [m.as_tuple()], self.delta)
+        return {
+            "accountant": self.name,
+            "target_epsilon": self.target_epsilon,
+            "delta": self.delta,
+            "epsilon_spent": self.epsilon(),
+            "mechanisms": [asdict(m) for m in self.ledger],
+            "epsilon_alone_by_mechanism": per_label,
+        }

@@ -1,0 +1,134 @@
+"""The one contract every synthesizer follows.
+
+``__init__`` only stores settings; ``fit(df, schema) -> self`` runs in
+phases (check input, build the public encoder, ``_fit``); learned state lives
+in attributes ending in ``_``; ``sample(n, *, random_state=None)`` returns a
+frame that conforms to the schema. A fitted synthesizer holds no reference to
+the training rows.
+
+Privacy: ``fit`` charges a :class:`~dpsyn.privacy.PrivacyAccountant`. Pass
+the run's accountant to compose with other mechanisms of the run (the
+validation gate, for example); without one, the synthesizer creates its own
+for ``privacy.epsilon`` and ``privacy.delta``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpsyn.errors import ConfigError, NotFittedError
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.schema import ColumnKind, TableSchema
+from dpsyn.synth.encoding import DiscreteEncoder
+
+__all__ = ["PrivacyConfig", "Synthesizer", "default_delta"]
+
+logger = logging.getLogger(__name__)
+
+
+class PrivacyConfig(BaseModel):
+    """The privacy settings of a run: the target (ε, δ), the accountant and the noise source."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    epsilon: float = Field(default=1.0, gt=0, description="Total ε for the run (synthesis and validation).")
+    delta: float | None = Field(default=None, gt=0, lt=1, description="δ; default: a power of ten ≤ 1/(10·n).")
+    accountant: str = Field(default="prv", description="Opacus accountant: prv or rdp.")
+    secure_rng: bool = Field(default=True, description="Draw DP noise and sampling from the OS CSPRNG.")
+    noise_seed: int | None = Field(default=None, description="Seed for non-secure noise (tests only).")
+
+
+def default_delta(n_rows: int) -> float:
+    """A round δ at most 1/(10·n): 10^floor(log10(1/(10 n)))."""
+    return float(10 ** math.floor(math.log10(1.0 / (10 * max(n_rows, 1)))))
+
+
+class Synthesizer(ABC):
+    """Base class: subclasses set ``name`` and implement ``_fit`` and ``_sample_codes``."""
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type[BaseModel]]
+
+    def __init__(self, config: BaseModel | dict | None = None, *, privacy: PrivacyConfig | dict | None = None):
+        if isinstance(config, dict) or config is None:
+            try:
+                config = self.config_class(**(config or {}))
+            except Exception as e:
+                raise ConfigError(f"invalid {self.name} config: {e}") from None
+        self.config = config
+        self.privacy = privacy if isinstance(privacy, PrivacyConfig) else PrivacyConfig(**(privacy or {}))
+
+    # -- public API -----------------------------------------------------------------------
+    def fit(self, df: pd.DataFrame, schema: TableSchema, *, accountant: PrivacyAccountant | None = None):
+        """Fit on the private rows ``df`` (already scrubbed and masked). Returns ``self``."""
+        if len(df) == 0:
+            raise ConfigError("cannot fit on an empty table")
+        self.schema_ = schema
+        self.encoder_ = DiscreteEncoder(schema)
+        codes = self.encoder_.encode(df)
+        if accountant is None:
+            delta = self.privacy.delta or default_delta(len(df))
+            accountant = PrivacyAccountant(epsilon=self.privacy.epsilon, delta=delta, accountant=self.privacy.accountant)
+        self.noise_ = NoiseSource(secure=self.privacy.secure_rng, seed=self.privacy.noise_seed)
+        self._fit(codes, accountant=accountant)
+        self.noise_ = None  # a noise source is not part of the fitted model
+        accountant.check()
+        self.privacy_ = accountant.summary()
+        return self
+
+    def sample(self, n: int, *, random_state: int | np.random.Generator | None = None) -> pd.DataFrame:
+        """``n`` synthetic rows with the schema's output columns (post-processing: no privacy cost)."""
+        if not hasattr(self, "encoder_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(df, schema) first")
+        if n < 0:
+            raise ConfigError("n must be ≥ 0")
+        rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+        codes = self._sample_codes(n, rng=rng)
+        out = self.encoder_.decode(codes, rng=rng)
+        return self._finish(out, rng=rng)
+
+    # -- hooks ----------------------------------------------------------------------------
+    @abstractmethod
+    def _fit(self, codes: np.ndarray, *, accountant: PrivacyAccountant) -> None: ...
+
+    @abstractmethod
+    def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray: ...
+
+    # -- helpers --------------------------------------------------------------------------
+    def _finish(self, df: pd.DataFrame, *, rng: np.random.Generator) -> pd.DataFrame:
+        """Add templated text columns and order columns as the schema does."""
+        schema = self.schema_
+        for col in schema.columns:
+            if col.kind == ColumnKind.text and col.template:
+                df[col.name] = _render_template(col.template, df)
+        return df[schema.output_columns()]
+
+    def params(self) -> dict[str, Any]:
+        """Settings to record (no data values)."""
+        return {"synthesizer": self.name, **self.config.model_dump(), **self.privacy.model_dump(exclude={"noise_seed"})}
+
+
+def _render_template(template: str, df: pd.DataFrame) -> pd.Series:
+    """Fill a public text template from synthetic columns (post-processing only)."""
+    cols = {c: df[c].astype("string").fillna("unknown").tolist() for c in df.columns if c.isidentifier()}
+
+    def fmt(i: int) -> str:
+        row = {}
+        for c, v in cols.items():
+            x = v[i]
+            if x.endswith(".0"):
+                x = x[:-2]
+            row[c] = x
+        try:
+            return template.format(**row)
+        except (KeyError, IndexError, ValueError):
+            return template
+
+    return pd.Series([fmt(i) for i in range(len(df))], index=df.index, dtype="string")

@@ -1,0 +1,1 @@
+"""Prefect flows: they only compose tasks from ``tasks/``."""

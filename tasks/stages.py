@@ -1,0 +1,187 @@
+"""The ``synthesize`` pipeline's stages as Prefect tasks.
+
+Each task reads its inputs from, and writes its outputs to, a private work
+folder (mode 0700, removed when the flow ends), and returns only small,
+value-free summaries (counts, hashes, ε).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from dpsyn.config import SynthesizeConfig
+from dpsyn.home import dpsyn_home
+from dpsyn.progress import report
+
+PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)
+
+SCRUBBED = "scrubbed.parquet"
+MASKED = "masked.parquet"
+MODEL = "model.pkl"
+PRIVACY = "privacy.json"
+SYNTHETIC = "synthetic.parquet"
+WATERMARKED = "watermarked.parquet"
+REPORT = "validation.json"
+
+
+def _done(stage: str) -> None:
+    report(f"stage: {stage}", 1, 1)
+
+
+@task(name="make-workdir", **PRIVATE)
+def make_workdir() -> str:
+    """A fresh private folder for this run's intermediate files."""
+    root = dpsyn_home() / "work"
+    root.mkdir(parents=True, exist_ok=True)
+    work = root / uuid.uuid4().hex
+    work.mkdir(mode=0o700)
+    return str(work)
+
+
+@task(name="remove-workdir", **PRIVATE)
+def remove_workdir(work: str) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+
+
+@task(name="scrub", **PRIVATE)
+def scrub(config: SynthesizeConfig, work: str) -> dict:
+    """Read the input as its schema declares and scrub PII (Presidio); the raw frame never touches disk."""
+    from dpsyn.pii import scrub_file
+
+    clean, rep = scrub_file(config.data, config.table_schema, config.scrub)
+    clean.to_parquet(Path(work) / SCRUBBED, index=False)
+    get_run_logger().info("scrubbed %d rows: %d entities replaced or dropped", rep.rows, rep.total)
+    _done("scrub PII")
+    return rep.to_dict()
+
+
+@task(name="mask", **PRIVATE)
+def mask(config: SynthesizeConfig, work: str) -> dict:
+    """Apply tier rules and generalizations; identify the training batch by content hash."""
+    from dpsyn.io import frame_sha256
+    from dpsyn.masking import mask_table
+    from dpsyn.schema import load_schema
+
+    schema = load_schema(config.table_schema)
+    scrubbed = pd.read_parquet(Path(work) / SCRUBBED)
+    masked, rep = mask_table(scrubbed, schema)
+    masked.to_parquet(Path(work) / MASKED, index=False)
+    _done("mask by tier")
+    return {
+        "batch_id": frame_sha256(masked),
+        "rows": len(masked),
+        "source": Path(config.data).name,
+        "mask_report": rep.model_dump(),
+    }
+
+
+@task(name="fit-synthesizer", **PRIVATE)
+def fit(config: SynthesizeConfig, work: str) -> dict:
+    """Fit the DP synthesizer; the run's accountant reserves the validation gate's share first."""
+    from dpsyn.privacy import PrivacyAccountant
+    from dpsyn.schema import load_schema
+    from dpsyn.synth import create, default_delta
+    from dpsyn.validation import plan_validation
+
+    schema = load_schema(config.table_schema)
+    masked = pd.read_parquet(Path(work) / MASKED)
+    p = config.privacy
+    accountant = PrivacyAccountant(
+        epsilon=p.epsilon, delta=p.delta or default_delta(len(masked)), accountant=p.accountant
+    )
+    plan_validation(accountant, config.validation)
+    synth = create(config.synthesizer, config.synthesizer_config, privacy=p)
+    try:
+        synth.fit(masked, schema, accountant=accountant)
+    finally:  # a crash mid-training still leaves what was spent on record
+        (Path(work) / PRIVACY).write_text(json.dumps(accountant.state_dict()))
+    with open(Path(work) / MODEL, "wb") as f:
+        pickle.dump(synth, f)
+    _done("DP synthesis")
+    return {"params": synth.params(), "training": getattr(synth, "training_", {}), **accountant.summary()}
+
+
+@task(name="sample", **PRIVATE)
+def sample(config: SynthesizeConfig, work: str, n_rows: int) -> int:
+    with open(Path(work) / MODEL, "rb") as f:
+        synth = pickle.load(f)
+    n = config.n_samples or n_rows
+    synth.sample(n, random_state=config.sample_seed).to_parquet(Path(work) / SYNTHETIC, index=False)
+    _done("sample")
+    return n
+
+
+@task(name="watermark", **PRIVATE)
+def watermark(config: SynthesizeConfig, work: str, batch_id: str, run_id: str) -> dict:
+    from dpsyn.schema import ColumnKind, load_schema
+    from dpsyn.watermark import apply_watermark, load_key, record_code
+
+    schema = load_schema(config.table_schema)
+    key = load_key()
+    ts = datetime.now(UTC).isoformat(timespec="seconds")
+    code = record_code(key, batch_id=batch_id, run_id=run_id, timestamp=ts)
+    synth = pd.read_parquet(Path(work) / SYNTHETIC)
+    text_cols = [c.name for c in schema.columns if c.kind == ColumnKind.text and c.name in synth.columns]
+    apply_watermark(synth, code, text_columns=text_cols).to_parquet(Path(work) / WATERMARKED, index=False)
+    _done("watermark")
+    return {"code": code, "key_id": key.key_id, "timestamp": ts}
+
+
+@task(name="validate", **PRIVATE)
+def validate(config: SynthesizeConfig, work: str) -> dict:
+    """The DP fidelity gate; its reads of the real rows are charged to the run's accountant."""
+    from dpsyn.privacy import NoiseSource, PrivacyAccountant
+    from dpsyn.schema import load_schema
+    from dpsyn.validation import validate as run_gate
+
+    schema = load_schema(config.table_schema)
+    state = Path(work) / PRIVACY
+    accountant = PrivacyAccountant.from_state_dict(json.loads(state.read_text()))
+    real = pd.read_parquet(Path(work) / MASKED)
+    synth = pd.read_parquet(Path(work) / SYNTHETIC)
+    noise = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
+    try:
+        rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise)
+    finally:
+        state.write_text(json.dumps(accountant.state_dict()))
+    accountant.check()
+    (Path(work) / REPORT).write_text(rep.model_dump_json(indent=2))
+    _done("validate")
+    return rep.model_dump()
+
+
+@task(name="privacy-summary", **PRIVATE)
+def privacy_summary(work: str) -> dict | None:
+    """The run's accountant summary as last saved (None if synthesis never started)."""
+    from dpsyn.privacy import PrivacyAccountant
+
+    state = Path(work) / PRIVACY
+    if not state.exists():
+        return None
+    return PrivacyAccountant.from_state_dict(json.loads(state.read_text())).summary()
+
+
+@task(name="publish", **PRIVATE)
+def publish(config: SynthesizeConfig, work: str, manifest: dict) -> str:
+    """Write the synthetic table, report and manifest, then rename the folder into place at once."""
+    from dpsyn.io import file_sha256, staged_dir, write_table
+
+    with staged_dir(config.out, overwrite=config.overwrite) as stage:
+        synth = pd.read_parquet(Path(work) / WATERMARKED)
+        write_table(synth, stage / "synthetic.csv")
+        shutil.copy(Path(work) / REPORT, stage / "validation_report.json")
+        manifest = {**manifest, "synthetic_sha256": file_sha256(stage / "synthetic.csv")}
+        (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+        os.chmod(stage, 0o755)
+    _done("publish")
+    return str(Path(config.out).absolute())

@@ -1,0 +1,109 @@
+"""scrub_texts and the recognizers, table-driven (pattern mode: no spaCy model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpsyn.errors import PIIResidualError
+from dpsyn.pii import ScrubConfig, scrub_texts
+
+CFG = ScrubConfig(mode="pattern")
+
+CASES = [
+    # (text, expected output)
+    ("BP 120/80, HR 72, temp 98.6", None),
+    ("Follow up in 2 weeks.", None),
+    ("Seen on 2021-01-02 for follow-up.", None),  # visit dates stay (DATE_TIME is not a default entity)
+    ("Dose 500 mg BID x 10 days; ICD 250.83", None),
+    ("Patient number 88123456 noted", None),  # bare number without MRN context
+    ("SSN 234-56-7891", "SSN [US_SSN]"),
+    ("SSN 078-05-1120", None),  # Presidio rejects well-known sample SSNs
+    ("MRN: 0012345678 admitted", "[MEDICAL_RECORD_NUMBER] admitted"),
+    ("chart 7654321", "chart [MEDICAL_RECORD_NUMBER]"),
+    ("DOB: 03/14/1975", "DOB: [DATE_OF_BIRTH]"),
+    ("born on 3 March 1980", "born on [DATE_OF_BIRTH]"),
+    ("call (212) 555-0199 today", "call [PHONE_NUMBER] today"),
+    ("+1 415 555 0132", "[PHONE_NUMBER]"),
+    ("Card 4111111111111111", "Card [CREDIT_CARD]"),
+    ("from 192.168.10.5", "from [IP_ADDRESS]"),
+    ("IBAN GB82 WEST 1234 5698 7654 32", "IBAN [IBAN_CODE]"),
+    ("email j.doe@mail.example.co.uk", "email [EMAIL_ADDRESS]"),
+    ("", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES)
+def test_recognizers(engine, text, expected):
+    out, counts = scrub_texts([text], engine=engine, config=CFG)
+    assert out == [text if expected is None else expected]
+    assert (sum(counts.values()) == 0) == (expected is None)
+
+
+DENY_CASES = [
+    # (text, deny list, expected)
+    ("Seen with Ms Okafor today", [("PERSON", "Adaeze Okafor")], "Seen with Ms [PERSON] today"),
+    ("ADAEZE called", [("PERSON", "Adaeze Okafor")], "[PERSON] called"),
+    ("Okaforville clinic", [("PERSON", "Adaeze Okafor")], None),  # whole words only
+    ("Al came in", [("PERSON", "Al Okafor")], None),  # name tokens under 3 characters are not used
+    ("call 555 0132 back", [("PHONE_NUMBER", "415-555-0132")], "call [PHONE_NUMBER] back"),
+    ("id 98-7654-321 noted", [("NATIONAL_ID", "987654321")], "id [NATIONAL_ID] noted"),
+    ("code zebra9 used", ["zebra9"], "code [PII] used"),
+    ("NÚÑEZ llamó; José  Núñez", [("PERSON", "José Núñez")], "[PERSON] llamó; [PERSON]"),  # non-ASCII, case, spaces
+    ("nothing to see", [("PERSON", "Adaeze Okafor")], None),
+]
+
+
+@pytest.mark.parametrize(("text", "deny", "expected"), DENY_CASES)
+def test_same_row_deny_list(engine, text, deny, expected):
+    out, _ = scrub_texts([text], engine=engine, config=CFG, deny_lists=[deny])
+    assert out == [text if expected is None else expected]
+
+
+def test_deny_list_is_per_row(engine):
+    texts = ["Okafor seen", "Okafor seen"]
+    out, counts = scrub_texts(texts, engine=engine, config=CFG, deny_lists=[[("PERSON", "Adaeze Okafor")], []])
+    assert out == ["[PERSON] seen", "Okafor seen"]
+    assert counts == {"PERSON": 1}
+
+
+def test_missing_values_and_order(engine):
+    out, _ = scrub_texts([None, "SSN 234-56-7891", float("nan"), "ok"], engine=engine, config=CFG)
+    assert out == [None, "SSN [US_SSN]", None, "ok"]
+
+
+def test_batching_matches_one_by_one(engine):
+    texts = [f"note {i}: call (212) 555-01{i % 90 + 10} or SSN 234-56-78{i % 90 + 10}" for i in range(40)]
+    small = CFG.model_copy(update={"batch_size": 3})
+    batched, _ = scrub_texts(texts, engine=engine, config=small)
+    single = [scrub_texts([t], engine=engine, config=CFG)[0][0] for t in texts[:5]]
+    assert batched[:5] == single
+    assert all("555" not in t for t in batched)
+
+
+def test_redact_and_entity_selection(engine):
+    cfg = CFG.model_copy(update={"entities": ["EMAIL_ADDRESS"], "default_operator": "redact"})
+    out, counts = scrub_texts(["mail a@b.org, SSN 234-56-7891"], engine=engine, config=cfg)
+    assert out == ["mail , SSN 234-56-7891"]
+    assert counts == {"EMAIL_ADDRESS": 1}
+
+
+def test_custom_mrn_pattern():
+    cfg = ScrubConfig(mode="pattern", mrn_pattern=r"\bHOSP-\d{5}\b")
+    out, _ = scrub_texts(["see HOSP-12345"], config=cfg)
+    assert out == ["see [MEDICAL_RECORD_NUMBER]"]
+
+
+def test_residual_check_in_scrub_texts(engine, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(
+        engine.anonymizer, "anonymize", lambda text, analyzer_results, operators=None, **k: SimpleNamespace(text=text)
+    )
+    with pytest.raises(PIIResidualError, match="US_SSN=1") as err:
+        scrub_texts(["SSN 234-56-7891"], engine=engine, config=CFG)
+    assert "234" not in str(err.value)
+
+
+def test_deny_lists_length_must_match(engine):
+    with pytest.raises(ValueError, match="deny_lists"):
+        scrub_texts(["a", "b"], engine=engine, config=CFG, deny_lists=[[]])
