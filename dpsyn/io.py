@@ -28,6 +28,9 @@ from dpsyn.errors import InputError, OutputExistsError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = [
+    "check_output_dir",
+    "coerce_to_schema",
+    "domain_problems",
     "file_sha256",
     "frame_sha256",
     "publish_dir",
@@ -228,7 +231,7 @@ def staged_dir(dest: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
     ``overwrite``; then the old folder is replaced (renamed aside, then removed).
     """
     dest = Path(dest).absolute()
-    _check_dest(dest, overwrite=overwrite)
+    check_output_dir(dest, overwrite=overwrite)
     dest.parent.mkdir(parents=True, exist_ok=True)
     stage = dest.parent / f".{dest.name}.staging-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
@@ -240,7 +243,7 @@ def staged_dir(dest: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
         raise
 
 
-def _check_dest(dest: Path, *, overwrite: bool) -> None:
+def check_output_dir(dest: Path, *, overwrite: bool) -> None:
     if dest.exists() and not dest.is_dir():
         raise OutputExistsError(f"output path exists and is not a folder: {dest}")
     if dest.is_dir() and any(dest.iterdir()) and not overwrite:
@@ -249,7 +252,7 @@ def _check_dest(dest: Path, *, overwrite: bool) -> None:
 
 def publish_dir(stage: Path, dest: Path, *, overwrite: bool = False) -> Path:
     """Move a fully written folder to ``dest`` atomically (same filesystem)."""
-    _check_dest(dest, overwrite=overwrite)
+    check_output_dir(dest, overwrite=overwrite)
     old = None
     if dest.exists():
         old = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"

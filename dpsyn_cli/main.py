@@ -68,14 +68,14 @@ def _fail(message: str, code: int, *, as_json: bool) -> typer.Exit:
 
 def _preflight(config) -> None:
     """Check the inputs before anything starts: schema, data file, output folder."""
-    from dpsyn.io import _check_dest, read_table
+    from dpsyn.io import check_output_dir, read_table
     from dpsyn.schema import load_schema
     from dpsyn.synth import get_class
 
     schema = load_schema(config.table_schema)
     read_table(config.data, schema)
     get_class(config.synthesizer)
-    _check_dest(Path(config.out).absolute(), overwrite=config.overwrite)
+    check_output_dir(Path(config.out).absolute(), overwrite=config.overwrite)
 
 
 def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dpsyn.pii.config import DEFAULT_TEXT_ENTITIES, ScrubConfig, known_entities, text_entities
 from dpsyn.pii.engine import MODEL_CANDIDATES, PIIEngine, build_engine, clear_engine_cache, resolve_mode
+from dpsyn.pii.files import scrub_file
 from dpsyn.pii.operators import HMAC_KEY_ENV, OPERATORS
 from dpsyn.pii.scrub import DENY_LIST_CLASSES, ScrubReport, scrub_table, scrub_texts
-from dpsyn.pii.files import scrub_file
 
 __all__ = [
     "DEFAULT_TEXT_ENTITIES",

@@ -43,7 +43,7 @@ class ValidationConfig(BaseModel):
     ks_threshold: float = Field(default=0.15, gt=0, le=1, description="Max KS statistic per numeric column.")
     tvd_threshold: float = Field(default=0.15, gt=0, le=1, description="Max TVD per categorical column.")
     thresholds: dict[str, float] = Field(default_factory=dict, description="Per-column overrides.")
-    budget_share: float = Field(default=0.1, gt=0, lt=1, description="Share of the run's ε for the gate.")
+    budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
 
 
 class CheckResult(BaseModel):
@@ -155,7 +155,7 @@ def validate(
     noisy = np.array([v for _, _, v in stats]) + noise.normal_numpy(len(stats), std)
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
-    for (column, stat, _), value in zip(stats, noisy):
+    for (column, stat, _), value in zip(stats, noisy, strict=False):
         default = config.tvd_threshold if stat == "tvd" else config.ks_threshold
         thr = config.thresholds.get(column, default)
         v = float(value)

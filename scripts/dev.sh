@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (once) and run dpsyn's demo or its tests.
+#   bash scripts/dev.sh demo [dpsyn demo options]   # the main job on the embedded defaults
+#   bash scripts/dev.sh test [pytest options]       # the test suite
+# Needs only Python 3.11 and pip. VENV=path picks another environment folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+PY="${PYTHON:-python3}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+stamp="$VENV/.dpsyn-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  python -m pip install -q --upgrade pip
+  # torch first: the CPU wheel 2.13.0; the project's range accepts it, so nothing bigger is pulled.
+  python -m pip install -q "torch==2.13.0"
+  python -m pip install -q -e '.[dev]'
+  touch "$stamp"
+fi
+
+cmd="${1:-test}"
+shift || true
+case "$cmd" in
+  demo)
+    exec dpsyn demo "$@"
+    ;;
+  test)
+    set +e
+    python -m pytest "$@"
+    rc=$?
+    set -e
+    if [ "$rc" -eq 5 ]; then
+      echo "pytest collected no tests (exit 5)"
+      rc=0
+    fi
+    exit "$rc"
+    ;;
+  *)
+    echo "usage: bash scripts/dev.sh demo|test [args]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,277 @@
+"""dpsyn.validation (the DP fidelity gate) and the noise it draws from dpsyn.privacy.noise."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dpsyn.errors import GateFailedError, InsecureRNGWarning
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.schema import parse_schema
+from dpsyn.validation import (
+    VALIDATION_LABEL,
+    ValidationConfig,
+    fidelity_statistics,
+    plan_validation,
+    validate,
+)
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha"),
+    pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning"),
+]
+
+PLANTED = "ZZ_PLANTED_CATEGORY"
+
+SMALL_YAML = f"""
+schema_version: 1
+name: small
+columns:
+  - {{name: x, kind: numeric, bounds: [0, 10]}}
+  - {{name: c, kind: categorical, domain: [a, b, {PLANTED}], nullable: true}}
+  - {{name: y, kind: numeric, bounds: [-5, 5], nullable: true}}
+  - {{name: secret_id, kind: identifier, tier: L1}}
+"""
+
+
+@pytest.fixture(scope="module")
+def small_schema():
+    return parse_schema(SMALL_YAML)
+
+
+def _noise(seed: int = 0) -> NoiseSource:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureRNGWarning)
+        return NoiseSource(secure=False, seed=seed)
+
+
+def _accountant(name: str = "prv") -> PrivacyAccountant:
+    return PrivacyAccountant(epsilon=1, delta=1e-5, accountant=name)
+
+
+def _random_small(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    x = rng.uniform(-2, 12, n)  # some values outside the public bounds (clipped by the gate)
+    y = rng.normal(0, 3, n)
+    y[rng.random(n) < 0.2] = np.nan
+    c = rng.choice(np.array(["a", "b", PLANTED, None], dtype=object), n)
+    return pd.DataFrame({"x": x, "c": pd.Series(c, dtype="string"), "y": y, "secret_id": [f"id{i}" for i in range(n)]})
+
+
+# -- exact statistics -----------------------------------------------------------------------
+
+
+def test_identical_frames_have_zero_statistics(adult_sample, adult_schema):
+    stats = fidelity_statistics(adult_sample, adult_sample.copy(), adult_schema)
+    assert [c for c, _, _ in stats] == [c.name for c in adult_schema.synthesizable_columns()]
+    assert all(v == 0.0 for _, _, v in stats)
+    kinds = {c: s for c, s, _ in stats}
+    assert kinds["age"] == "ks" and kinds["workclass"] == "tvd"
+
+
+def test_shuffled_rows_keep_every_marginal(adult_sample, adult_schema):
+    shuffled = adult_sample.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    assert all(v == 0.0 for _, _, v in fidelity_statistics(adult_sample, shuffled, adult_schema))
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "column", "minimum"),
+    [
+        (lambda d: d.assign(age=d["age"] + 30), "age", 0.5),
+        (lambda d: d.assign(fnlwgt=d["fnlwgt"] * 3), "fnlwgt", 0.5),
+        (lambda d: d.assign(relationship="Husband"), "relationship", 0.5),
+        (lambda d: d.assign(workclass=pd.NA), "workclass", 0.9),  # missing counts as its own value
+        (lambda d: d.assign(sex="Female"), "sex", 0.5),
+    ],
+    ids=["age+30", "fnlwgt*3", "one-relationship", "all-missing-workclass", "one-sex"],
+)
+def test_corrupted_column_gives_large_statistic(adult_sample, adult_schema, corrupt, column, minimum):
+    stats = {c: v for c, _, v in fidelity_statistics(adult_sample, corrupt(adult_sample.copy()), adult_schema)}
+    assert stats[column] > minimum
+    assert all(v == 0.0 for c, v in stats.items() if c != column)
+
+
+def test_statistics_are_in_unit_interval(small_schema):
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        stats = fidelity_statistics(_random_small(rng, 30), _random_small(rng, 17), small_schema)
+        assert [c for c, _, _ in stats] == ["x", "c", "y"]  # the identifier is not compared
+        assert all(0.0 <= v <= 1.0 for _, _, v in stats)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_row_moves_each_statistic_by_at_most_1_over_n_minus_1(small_schema, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 40))
+    real = _random_small(rng, n)
+    synth = _random_small(rng, int(rng.integers(1, 60)))
+    base = fidelity_statistics(real, synth, small_schema)
+    bound = 1.0 / (n - 1) + 1e-12
+    extra = _random_small(rng, 1)
+    neighbours = [
+        pd.concat([real, extra], ignore_index=True),  # one row added
+        real.drop(index=int(rng.integers(n))).reset_index(drop=True),  # one row removed
+    ]
+    for other in neighbours:
+        for (col, _, v0), (_, _, v1) in zip(base, fidelity_statistics(other, synth, small_schema), strict=True):
+            assert abs(v1 - v0) <= bound, (col, v0, v1, n)
+
+
+def test_sensitivity_bound_is_attained(small_schema):
+    # real = one category; adding a row of another category moves TVD by exactly 1/(n+1) ≤ 1/(n-1).
+    n = 5
+    real = pd.DataFrame({"x": [1.0] * n, "c": pd.Series(["a"] * n, dtype="string"), "y": [0.0] * n})
+    synth = real.copy()
+    more = pd.concat([real, real.iloc[[0]].assign(c="b", x=9.0)], ignore_index=True)
+    before = {c: v for c, _, v in fidelity_statistics(real, synth, small_schema)}
+    after = {c: v for c, _, v in fidelity_statistics(more, synth, small_schema)}
+    assert after["c"] - before["c"] == pytest.approx(1 / (n + 1))
+    assert after["x"] - before["x"] == pytest.approx(1 / (n + 1))
+    assert after["y"] == before["y"] == 0.0
+
+
+# -- the gate -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def identical_run(adult_sample, adult_schema):
+    acct = _accountant()
+    report = validate(adult_sample, adult_sample.copy(), adult_schema, accountant=acct, noise=_noise())
+    return acct, report
+
+
+def test_validate_charges_one_mechanism(identical_run):
+    acct, _ = identical_run
+    assert len(acct.ledger) == 1
+    m = acct.ledger[0]
+    assert m.label == VALIDATION_LABEL
+    assert m.sample_rate == 1.0 and m.steps == 1 and m.noise_multiplier > 0
+    assert acct.planned == []
+    spent = acct.check()
+    assert 0 < spent <= 1.0
+    assert spent == pytest.approx(ValidationConfig().budget_share, rel=0.05)  # the default budget share
+
+
+def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample):
+    acct, report = identical_run
+    sigma = acct.ledger[0].noise_multiplier
+    k = len(report.checks)
+    n = len(adult_sample)
+    assert k == 15 and report.n_real == n and report.n_synthetic == n
+    assert report.noise_std == pytest.approx(sigma * math.sqrt(k) / (n - 1), rel=1e-12)
+
+
+def test_reported_values_are_noisy(identical_run):
+    _, report = identical_run
+    values = np.array([c.value for c in report.checks])
+    assert np.all(values != 0.0)  # the exact statistics are all 0: only noisy values are kept
+    assert np.all(np.abs(values) < 6 * report.noise_std)
+
+
+def test_identical_copy_passes(identical_run):
+    _, report = identical_run
+    assert report.is_valid()
+    report.raise_if_failed()
+    assert report.metrics()["gate_passed"] == 1.0
+    assert report.metrics()["gate_failed_checks"] == 0.0
+
+
+def test_corrupted_copy_fails_naming_the_checks(adult_sample, adult_schema):
+    bad = adult_sample.copy()
+    bad["age"] = bad["age"] + 30
+    bad["relationship"] = "Husband"
+    report = validate(adult_sample, bad, adult_schema, accountant=_accountant("rdp"), noise=_noise(1))
+    assert not report.is_valid()
+    assert {c.name for c in report.failures()} == {"ks:age", "tvd:relationship"}
+    with pytest.raises(GateFailedError) as info:
+        report.raise_if_failed()
+    msg = str(info.value)
+    assert "ks:age" in msg and "tvd:relationship" in msg and "2 of 15" in msg
+    assert sorted(info.value.failures) == ["ks:age", "tvd:relationship"]
+    assert info.value.exit_code == 1
+
+
+def test_per_column_threshold_override(adult_sample, adult_schema):
+    bad = adult_sample.assign(age=adult_sample["age"] + 30)
+    config = ValidationConfig(thresholds={"age": 1.0})
+    report = validate(adult_sample, bad, adult_schema, config, accountant=_accountant("rdp"), noise=_noise(2))
+    age = next(c for c in report.checks if c.column == "age")
+    assert age.threshold == 1.0 and age.passed
+    assert report.is_valid()
+
+
+def test_validate_uses_the_planned_sigma(small_schema):
+    rng = np.random.default_rng(3)
+    real, synth = _random_small(rng, 50), _random_small(rng, 50)
+    acct = PrivacyAccountant(epsilon=1, delta=1e-5, accountant="rdp")
+    sigma = plan_validation(acct, ValidationConfig(budget_share=0.3))
+    assert [m.label for m in acct.planned] == [VALIDATION_LABEL]
+    report = validate(real, synth, small_schema, accountant=acct, noise=_noise())
+    assert acct.planned == []
+    assert [(m.label, m.noise_multiplier) for m in acct.ledger] == [(VALIDATION_LABEL, sigma)]
+    assert report.noise_std == pytest.approx(sigma * math.sqrt(3) / 49)
+    assert acct.check() <= 1.0
+
+
+def test_report_json_holds_no_category_values(small_schema):
+    rng = np.random.default_rng(4)
+    real, synth = _random_small(rng, 40), _random_small(rng, 40)
+    synth["c"] = PLANTED
+    report = validate(real, synth, small_schema, accountant=_accountant("rdp"), noise=_noise())
+    dump = report.model_dump_json()
+    assert PLANTED not in dump
+    assert not any(f"id{i}" in dump for i in range(40))
+    assert '"c"' in dump and '"x"' in dump  # column names are fine
+    assert "secret_id" not in dump  # identifiers are not compared at all
+
+
+# -- noise ----------------------------------------------------------------------------------
+
+
+def test_secure_normal_has_the_right_moments():
+    z = NoiseSource(secure=True).normal((200_000,), 2.0, dtype=torch.float64).numpy()
+    assert z.shape == (200_000,)
+    assert abs(z.mean()) < 0.03
+    assert z.std() == pytest.approx(2.0, rel=0.02)
+
+
+def test_secure_normal_shapes_and_zero_std():
+    ns = NoiseSource(secure=True)
+    assert ns.normal((3, 4), 1.0).shape == (3, 4)
+    assert ns.normal((3, 4), 1.0).dtype == torch.float32
+    assert torch.equal(ns.normal((2,), 0.0), torch.zeros(2))
+    assert ns.normal_numpy(5, 1.0).dtype == np.float64
+    a, b = ns.normal((1000,), 1.0), ns.normal((1000,), 1.0)
+    assert not torch.equal(a, b)
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_uniform_is_in_open_unit_interval(secure):
+    ns = NoiseSource(secure=True) if secure else _noise(5)
+    u = ns.uniform(100_000)
+    assert u.shape == (100_000,)
+    assert np.all((u > 0.0) & (u < 1.0))
+    assert abs(u.mean() - 0.5) < 0.01
+
+
+def test_secure_source_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsecureRNGWarning)
+        NoiseSource(secure=True)
+
+
+def test_seeded_source_reproduces_and_warns():
+    with pytest.warns(InsecureRNGWarning):
+        a = NoiseSource(secure=False, seed=123)
+    with pytest.warns(InsecureRNGWarning):
+        b = NoiseSource(secure=False, seed=123)
+    c = _noise(124)
+    x, y, z = a.normal_numpy(50, 1.0), b.normal_numpy(50, 1.0), c.normal_numpy(50, 1.0)
+    np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(x, z)
+    np.testing.assert_array_equal(a.uniform(10), b.uniform(10))
+    assert a.seed() == b.seed()
