@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.synth.base import PrivacyConfig
 from dpsyn.validation import ValidationConfig
 
-__all__ = ["PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig"]
+__all__ = ["MaskConfig", "PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig"]
 
 
 class SynthesizeConfig(BaseModel):
@@ -31,6 +32,7 @@ class SynthesizeConfig(BaseModel):
     synthesizer_config: dict[str, Any] = Field(default_factory=dict)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     scrub: ScrubConfig = Field(default_factory=ScrubConfig)
+    mask: MaskConfig = Field(default_factory=MaskConfig, description="Masking; k-anonymity is off by default.")
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     n_samples: int | None = Field(default=None, ge=1, description="Synthetic rows; default: as many as real rows.")
     sample_seed: int | None = Field(default=None, description="Seed for sampling from the fitted model.")

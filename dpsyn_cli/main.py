@@ -259,6 +259,20 @@ def demo(
     _print_result(result, as_json=as_json, started=started)
 
 
+def _register_commands() -> None:
+    """Command groups that live in their own modules."""
+    from dpsyn_cli.audit_cmds import register as register_audit
+    from dpsyn_cli.pii_cmds import register as register_pii
+    from dpsyn_cli.schema_cmds import register as register_schema
+
+    register_pii(app)
+    register_schema(app)
+    register_audit(app)
+
+
+_register_commands()
+
+
 def main() -> None:
     try:
         app()

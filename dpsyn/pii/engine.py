@@ -29,7 +29,7 @@ from typing import Any
 from dpsyn.errors import InputError
 from dpsyn.pii.config import NER_ENTITIES, ScrubConfig
 
-__all__ = ["MODEL_CANDIDATES", "PIIEngine", "build_engine", "clear_engine_cache", "resolve_mode"]
+__all__ = ["MODEL_CANDIDATES", "PIIEngine", "build_engine", "cached_engine", "clear_engine_cache", "resolve_mode"]
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +139,20 @@ def _guard_presidio_logs() -> None:
             lg.addFilter(_FILTER)
 
 
+# Pipeline components Presidio does not need (it needs tokens and entities; without a
+# lemmatizer, context words are matched against lower-cased tokens): skipped for speed.
+# A shared tok2vec is kept when the NER component listens to it.
+_UNUSED_COMPONENTS = ("parser", "tagger", "morphologizer", "attribute_ruler", "lemmatizer", "senter", "trainable_lemmatizer")
+
+
+def _drop_unused_tok2vec(nlp) -> None:
+    for name in ("tok2vec", "transformer"):
+        if name in nlp.pipe_names:
+            listeners = getattr(nlp.get_pipe(name), "listening_components", None)
+            if listeners is not None and not (set(listeners) & set(nlp.pipe_names)):
+                nlp.remove_pipe(name)
+
+
 def _nlp_engine_classes():
     """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
     import spacy
@@ -160,15 +174,18 @@ def _nlp_engine_classes():
             self.nlp = {}
             for m in self.models:
                 try:
-                    # the dependency parser is not used by Presidio: skip it for speed
-                    self.nlp[m["lang_code"]] = spacy.load(m["model_name"], exclude=["parser"])
+                    nlp = spacy.load(m["model_name"], exclude=list(_UNUSED_COMPONENTS))
                 except OSError as e:
                     raise InputError(f"could not load spaCy model '{m['model_name']}': {e}") from None
+                _drop_unused_tok2vec(nlp)
+                self.nlp[m["lang_code"]] = nlp
 
         def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
             art = super()._doc_to_nlp_artifact(doc, language)
-            # without a parser/lemmatizer some lemmas are empty: fall back to the lower-cased token
+            # without a lemmatizer the lemmas are empty: fall back to the lower-cased token, and
+            # recompute the keywords (context words are looked up among them) from those
             art.lemmas = [lem or tok.lower_ for lem, tok in zip(art.lemmas, doc, strict=True)]
+            art.keywords = art.set_keywords(self, art.lemmas, language)
             return art
 
     class _BlankSpacyNlpEngine(_OfflineSpacyNlpEngine):
@@ -220,15 +237,21 @@ def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
     return engine
 
 
+def cached_engine(config: ScrubConfig) -> PIIEngine | None:
+    """The engine :func:`build_engine` would return for ``config``, if it is already built."""
+    mode, model = resolve_mode(config)
+    with _lock:
+        return _cache.get((mode, model, config.language, config.mrn_pattern))
+
+
 def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
     # never let tldextract fetch the public-suffix list (see dpsyn.pii.recognizers too)
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     _guard_presidio_logs()
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-    from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
     from presidio_anonymizer import AnonymizerEngine
 
-    from dpsyn.pii.recognizers import default_recognizers
+    from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers
 
     lang = config.language
     offline_cls, blank_cls = _nlp_engine_classes()
@@ -243,7 +266,7 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
         registry=registry,
         nlp_engine=nlp_engine,
         supported_languages=[lang],
-        context_aware_enhancer=LemmaContextAwareEnhancer(),
+        context_aware_enhancer=FastContextEnhancer(),
     )
     supported = frozenset(analyzer.get_supported_entities(language=lang))
     engine = PIIEngine(

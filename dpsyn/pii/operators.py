@@ -88,10 +88,6 @@ def _pseudonym_key() -> bytes:
         return _process_key
 
 
-def _digest(key: bytes, value: str) -> str:
-    return hmac.new(key, _normalize(value), hashlib.sha256).hexdigest()
-
-
 @dataclass(frozen=True)
 class Operator:
     """An operator: ``bind(entity)`` returns the function applied to each value of that entity."""
@@ -115,14 +111,25 @@ def _redact(entity: str) -> Callable[[str], str]:
     return lambda _value: ""
 
 
+def _keyed(key: bytes) -> Callable[[str], str]:
+    """``value -> hex HMAC-SHA256`` (the keyed state is set up once and copied per value)."""
+    base = hmac.new(key, digestmod=hashlib.sha256)
+
+    def digest(value: str) -> str:
+        h = base.copy()
+        h.update(_normalize(value))
+        return h.hexdigest()
+
+    return digest
+
+
 def _hash(entity: str) -> Callable[[str], str]:
-    key = _env_key(required=True)
-    return lambda value: _digest(key, value)
+    return _keyed(_env_key(required=True))
 
 
 def _pseudonym(entity: str) -> Callable[[str], str]:
-    key = _pseudonym_key()
-    return lambda value: f"{entity}_{_digest(key, value)[:8]}"
+    digest = _keyed(_pseudonym_key())
+    return lambda value: f"{entity}_{digest(value)[:8]}"
 
 
 OPERATORS: dict[str, Operator] = {

@@ -150,12 +150,15 @@ class PrivacyAccountant:
             )
         return m
 
-    def sigma_for_share(self, share: float) -> float:
-        """Noise multiplier of one Gaussian release that alone costs ``share`` × the target ε."""
+    def sigma_for_share(self, share: float, *, sample_rate: float = 1.0, steps: int = 1) -> float:
+        """Noise multiplier of a mechanism that alone costs ``share`` × the target ε.
+
+        The default is one Gaussian release; give ``sample_rate`` and ``steps`` for DP-SGD.
+        """
         if not 0 < share < 1:
             raise ConfigError(f"budget share must be in (0, 1), got {share}")
         goal = share * self.target_epsilon
-        return self._search(lambda s: _epsilon_of(self.name, [(s, 1.0, 1)], self.delta), goal)
+        return self._search(lambda s: _epsilon_of(self.name, [(s, sample_rate, steps)], self.delta), goal)
 
     def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd") -> float:
         """Smallest noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within budget.
@@ -242,11 +245,17 @@ class PrivacyAccountant:
         acct.planned = [Mechanism(**m) for m in state.get("planned", [])]
         return acct
 
-    def summary(self) -> dict:
-        """A JSON-able account of the run's privacy spend (no data values)."""
+    def summary(self, *, curve: bool = False) -> dict:
+        """A JSON-able account of the run's privacy spend (no data values).
+
+        With ``curve``, also ε(δ) for δ from 1e-10 to 1e-3 (for the ε(δ) plot).
+        """
         per_label: dict[str, float] = {}
         for m in self.ledger:
             per_label[m.label] = _epsilon_of(self.name, [m.as_tuple()], self.delta)
+        extra = {}
+        if curve and self.ledger:
+            extra["epsilon_curve"] = [[d, e] for d, e in self.epsilon_curve([10.0**-k for k in range(10, 2, -1)])]
         return {
             "accountant": self.name,
             "target_epsilon": self.target_epsilon,
@@ -254,4 +263,5 @@ class PrivacyAccountant:
             "epsilon_spent": self.epsilon(),
             "mechanisms": [asdict(m) for m in self.ledger],
             "epsilon_alone_by_mechanism": per_label,
+            **extra,
         }

@@ -25,9 +25,7 @@ noise use the OS CSPRNG in secure mode.
 from __future__ import annotations
 
 import logging
-import math
-import types
-import warnings
+from typing import Literal
 
 import numpy as np
 import torch
@@ -35,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from dpsyn.privacy import PrivacyAccountant
-from dpsyn.progress import report
 from dpsyn.synth.base import Synthesizer
+from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 
 __all__ = ["DPGen", "DPGenConfig"]
 
@@ -52,6 +50,11 @@ class DPGenConfig(BaseModel):
     lr: float = Field(default=1e-2, gt=0)
     max_grad_norm: float = Field(default=1.0, gt=0, description="Per-sample L2 clip bound C.")
     threads: int | None = Field(default=None, ge=1, description="torch threads; default: all cores.")
+    field_weights: Literal["none", "tier"] = Field(
+        default="none",
+        description="'tier': weight each column's loss by its tier's clip weight (L2 0.5, L3 0.75, L4 1), so "
+        "sensitive fields take a smaller share of each row's clipped gradient; C and σ are unchanged.",
+    )
 
 
 class _ARNet(nn.Module):
@@ -82,6 +85,59 @@ def _one_hot(codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
     return torch.cat([nn.functional.one_hot(codes[:, j], s) for j, s in enumerate(sizes)], dim=1).float()
 
 
+def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: float,
+               accountant: PrivacyAccountant, noise, label: str, weights: list[float] | None = None) -> _ARNet:
+    """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated).
+
+    ``weights`` scale each column's loss (public, from the schema's tiers); the
+    whole per-row gradient is still clipped to C, so the guarantee is unchanged.
+    """
+    w = weights or [1.0] * len(sizes)
+
+    def loss_fn(model, xb, criterion):
+        logits = model(_one_hot(xb, sizes))
+        # per-sample losses summed over columns, then clipped per sample
+        return sum(w[j] * criterion(lg, xb[:, j]) for j, lg in enumerate(logits))
+
+    net = train_dpsgd(
+        _ARNet(sizes, cfg.hidden), data=torch.from_numpy(codes), loss_fn=loss_fn, accountant=accountant,
+        noise=noise, noise_multiplier=sigma, batch_size=cfg.batch_size, epochs=cfg.epochs,
+        max_grad_norm=cfg.max_grad_norm, lr=cfg.lr, label=label,
+    )
+    net.eval()
+    return net
+
+
+def field_weights(schema, cfg: DPGenConfig, columns: list[str]) -> list[float] | None:
+    """Per-column loss weights from the schema's tiers (public), or None."""
+    if cfg.field_weights == "none":
+        return None
+    from dpsyn.masking import tier_clip_weights
+
+    tw = tier_clip_weights(schema)
+    return [tw[c] for c in columns]
+
+
+@torch.no_grad()
+def sample_ar_codes(net: _ARNet, n: int, *, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``n`` rows of codes from an autoregressive net, column by column."""
+    sizes, offsets = net.sizes, net.offsets
+    out = np.zeros((n, len(sizes)), dtype=np.int64)
+    onehot = torch.zeros(n, offsets[-1])
+    ones = torch.ones(n, 1)
+    for j, head in enumerate(net.heads):
+        x = ones if j == 0 else onehot[:, : offsets[j]]
+        out[:, j] = _draw(torch.softmax(head(x).double(), dim=1).numpy(), rng)
+        onehot[torch.arange(n), offsets[j] + torch.from_numpy(out[:, j])] = 1.0
+    return out
+
+
+def _draw(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One category per row from row-wise probabilities (inverse CDF)."""
+    k = (p.cumsum(axis=1) < rng.random((len(p), 1))).sum(axis=1)
+    return np.minimum(k, p.shape[1] - 1)
+
+
 class DPGen(Synthesizer):
     """DP-SGD autoregressive generator over the schema's public encoding.
 
@@ -97,71 +153,17 @@ class DPGen(Synthesizer):
     config_class = DPGenConfig
 
     def _fit(self, codes: np.ndarray, *, accountant: PrivacyAccountant) -> None:
-        from opacus import PrivacyEngine
-
         cfg: DPGenConfig = self.config
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        n = len(codes)
         sizes = self.encoder_.sizes
-        steps_per_epoch = max(1, math.ceil(n / cfg.batch_size))
-        q = 1.0 / steps_per_epoch  # the sample rate Opacus derives from a loader of this size
-        steps = cfg.epochs * steps_per_epoch
+        q, steps = steps_and_rate(len(codes), batch_size=cfg.batch_size, epochs=cfg.epochs)
         sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd")
-
         torch.manual_seed(self.noise_.seed())
-        model = _ARNet(sizes, cfg.hidden)
-        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-        x_all = torch.from_numpy(codes)
-        # Opacus reads sample rate and expected batch size from this loader; batches are drawn below.
-        shape_loader = torch.utils.data.DataLoader(
-            torch.utils.data.TensorDataset(torch.zeros(n, 1)), batch_size=cfg.batch_size
+        self.net_ = fit_ar_net(
+            codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
+            weights=field_weights(self.schema_, cfg, [c.name for c in self.encoder_.columns]),
         )
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Secure RNG turned off")
-            engine = PrivacyEngine(accountant=accountant.name, secure_mode=False)
-        engine.accountant = accountant.opacus_accountant()
-        # Ghost clipping (fast gradient clipping): per-sample gradient norms without
-        # materialising per-sample gradients; same clipping and noise as the hooks mode.
-        model, optimizer, loss_fn, _ = engine.make_private(
-            module=model,
-            optimizer=optimizer,
-            criterion=nn.CrossEntropyLoss(),
-            data_loader=shape_loader,
-            noise_multiplier=sigma,
-            max_grad_norm=cfg.max_grad_norm,
-            poisson_sampling=False,
-            grad_sample_mode="ghost",
-        )
-        noise = self.noise_
-        _use_noise_source(optimizer, noise)
-        model.train()
-        step = 0
-        try:
-            for epoch in range(cfg.epochs):
-                for _ in range(steps_per_epoch):
-                    mask = noise.uniform(n) < q  # Poisson sampling from the run's RNG
-                    idx = torch.from_numpy(np.flatnonzero(mask))
-                    optimizer.zero_grad(set_to_none=True)
-                    if len(idx) == 0:
-                        # Data-independent event: skip the update but still charge the step.
-                        engine.accountant.step(noise_multiplier=sigma, sample_rate=q)
-                    else:
-                        xb = x_all[idx]
-                        logits = model(_one_hot(xb, sizes))
-                        # per-sample losses summed over columns, then clipped per sample
-                        loss = sum(loss_fn(lg, xb[:, j]) for j, lg in enumerate(logits))
-                        loss.backward()
-                        optimizer.step()
-                    step += 1
-                    report("dpgen: DP-SGD steps", step, steps)
-                logger.info("dpgen epoch %d/%d done", epoch + 1, cfg.epochs)
-        finally:
-            accountant.sync_from_opacus("dpgen.dpsgd")
-        net = model._module if hasattr(model, "_module") else model
-        self.net_ = _ARNet(sizes, cfg.hidden)
-        self.net_.load_state_dict(net.state_dict())
-        self.net_.eval()
         self.training_ = {
             "noise_multiplier": sigma,
             "sample_rate": q,
@@ -170,38 +172,10 @@ class DPGen(Synthesizer):
             "expected_batch_size": cfg.batch_size,
         }
 
-    @torch.no_grad()
     def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
-        sizes = self.encoder_.sizes
-        offsets = self.net_.offsets
-        out = np.zeros((n, len(sizes)), dtype=np.int64)
-        onehot = torch.zeros(n, offsets[-1])
-        ones = torch.ones(n, 1)
-        for j, head in enumerate(self.net_.heads):
-            x = ones if j == 0 else onehot[:, : offsets[j]]
-            p = torch.softmax(head(x).double(), dim=1).numpy()
-            u = rng.random((n, 1))
-            k = (p.cumsum(axis=1) < u).sum(axis=1)
-            k = np.minimum(k, sizes[j] - 1)
-            out[:, j] = k
-            onehot[torch.arange(n), offsets[j] + torch.from_numpy(k)] = 1.0
-        return out
+        return sample_ar_codes(self.net_, n, rng=rng)
 
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("noise_", None)
         return state
-
-
-def _use_noise_source(optimizer, noise) -> None:
-    """Make an Opacus DPOptimizer draw its Gaussian noise from ``noise``."""
-    from opacus.optimizers.optimizer import _check_processed_flag, _mark_as_processed
-
-    def add_noise(self):
-        std = getattr(self, "_adjusted_noise_multiplier", self.noise_multiplier) * self.max_grad_norm
-        for p in self.params:
-            _check_processed_flag(p.summed_grad)
-            p.grad = (p.summed_grad + noise.normal_like(p.summed_grad, std)).view_as(p)
-            _mark_as_processed(p.summed_grad)
-
-    optimizer.add_noise = types.MethodType(add_noise, optimizer)

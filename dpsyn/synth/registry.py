@@ -13,6 +13,7 @@ from dpsyn.errors import UnknownComponentError
 __all__ = ["create", "get_class", "list_synthesizers", "register_synthesizer"]
 
 _REGISTRY: dict[str, object] = {
+    "dpdsyn": "dpsyn.synth.dpdsyn:DPDSyn",
     "dpgen": "dpsyn.synth.dpgen:DPGen",
 }
 

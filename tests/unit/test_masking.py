@@ -153,7 +153,7 @@ def test_mask_table_report_holds_no_values(schema, frame):
 @pytest.mark.parametrize(
     ("column", "value", "problem"),
     [
-        ("diag", f"V99.{SECRET}", "outside the declared domain"),  # "V99" is not in this domain
+        ("diag", "V99.1", "outside the declared domain"),  # "V99" is not in this domain
         ("diag", "251.00", "outside the declared domain"),
         ("zip", "99999", "outside the declared domain"),
     ],
@@ -196,3 +196,40 @@ columns:
         mask_table(frame[["diag", "age"]], schema)
     msg = str(info.value)
     assert "no_such_hierarchy" in msg and "icd9_category" in msg and "zip3" in msg
+
+
+def test_unreadable_values_are_counted_not_shown(schema, frame):
+    frame.loc[1, "diag"] = f"not-a-code-{SECRET}"
+    out, report = mask_table(frame, schema)
+    assert pd.isna(out.loc[1, "diag"])
+    assert report.unreadable_values == {"diag": 1}
+    assert SECRET not in report.model_dump_json()
+
+
+def test_generalization_that_breaks_a_numeric_column_raises():
+    schema = parse_schema(
+        """
+name: bands_in_numeric
+columns:
+  - {name: age, kind: numeric, bounds: [0, 110], generalize: age_band_10}
+"""
+    )
+    with pytest.raises(SchemaError) as info:
+        mask_table(pd.DataFrame({"age": [37.0, 52.0]}), schema)
+    msg = str(info.value)
+    assert "'age': 2 non-numeric value(s)" in msg and "[30-40)" not in msg
+
+
+def test_parametrized_generalization_in_schema():
+    schema = parse_schema(
+        """
+name: uk
+columns:
+  - {name: postcode, kind: categorical, generalize: "postcode_prefix:2", domain: [SW, EC], nullable: true}
+  - {name: x, kind: numeric, bounds: [0, 1]}
+"""
+    )
+    out, report = mask_table(pd.DataFrame({"postcode": ["SW1A 1AA", "EC1A 1BB", "?"], "x": [0.0, 1.0, 0.5]}), schema)
+    assert out["postcode"].iloc[:2].tolist() == ["SW", "EC"] and pd.isna(out["postcode"].iloc[2])
+    assert report.generalized_columns == {"postcode": "postcode_prefix:2"}
+    assert report.unreadable_values == {"postcode": 1}

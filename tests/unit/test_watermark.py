@@ -15,8 +15,11 @@ from dpsyn.watermark import (
     WM_COLUMN,
     WatermarkKey,
     apply_watermark,
+    encode_fields,
+    is_code,
     load_key,
     record_code,
+    text_codes,
     verify_code,
 )
 
@@ -187,3 +190,32 @@ def test_short_secret_raises(length):
 
 def test_sixteen_byte_secret_is_enough():
     assert WatermarkKey.from_secret(b"k" * 16).secret == b"k" * 16
+
+
+# -- field encoding, code shape, text marks -------------------------------------------------
+
+
+def test_record_code_fields_are_length_prefixed():
+    """A separator inside a field cannot make two different triples share a code."""
+    a = record_code(KEY_A, batch_id="x\x1fy", run_id="z", timestamp="t")
+    b = record_code(KEY_A, batch_id="x", run_id="y\x1fz", timestamp="t")
+    assert a != b
+    assert encode_fields("x\x1fy", "z") != encode_fields("x", "y\x1fz")
+    assert encode_fields("é") == (2).to_bytes(8, "big") + "é".encode()
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [("0123456789abcdef", True), ("0123456789ABCDEF", False), ("0123456789abcde", False), (None, False), (7, False)],
+)
+def test_is_code(text, ok):
+    assert is_code(text) is ok
+
+
+def test_text_codes_reads_the_invisible_suffix():
+    code = record_code(KEY_A, **IDS)
+    df = apply_watermark(pd.DataFrame({"note": ["fine", None], "n": [1, 2]}), code, text_columns=["note"])
+    df = df.drop(columns=[WM_COLUMN])
+    df.loc[2] = ["no mark here", 3]
+    assert text_codes(df).tolist()[:2] == [code, code]
+    assert pd.isna(text_codes(df).iloc[2])

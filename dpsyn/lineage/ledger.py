@@ -1,0 +1,304 @@
+"""The lineage ledger: a small SQLite database, ``$DPSYN_HOME/lineage.db`` by default.
+
+Tables (one row per thing, linked by foreign keys)::
+
+    training_batches  batch_id (content hash) → source, rows, time window
+    training_runs     run_id (MLflow) → batch, synthesizer, schema, model name/version, ε, δ, accountant
+    datasets          dataset_id → run, sha256, path, rows, validation verdict, watermark settings
+    codes             code → dataset, key id, timestamp (the HMAC's inputs are the run's batch and run id)
+
+A release is written in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``):
+either all of its rows are stored or none. The ledger holds identifiers,
+hashes, counts, settings and ε: no data value and no key (key ids only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dpsyn.errors import ConfigError, DpsynError, InputError
+from dpsyn.home import dpsyn_home
+from dpsyn.lineage.models import (
+    DatasetRef,
+    Lineage,
+    ModelRef,
+    PrivacyRef,
+    Release,
+    TrainingBatch,
+    ValidationRef,
+    WatermarkSettings,
+)
+
+__all__ = ["LEDGER_ENV", "AuditFailedError", "Ledger", "LedgerConflictError", "ledger_path"]
+
+logger = logging.getLogger(__name__)
+
+LEDGER_ENV = "DPSYN_LINEAGE_URL"
+LEDGER_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS training_batches (
+    batch_id     TEXT PRIMARY KEY,
+    source       TEXT NOT NULL,
+    rows         INTEGER NOT NULL CHECK (rows >= 0),
+    window_start TEXT,
+    window_end   TEXT,
+    recorded_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS training_runs (
+    run_id             TEXT PRIMARY KEY,
+    batch_id           TEXT NOT NULL REFERENCES training_batches(batch_id),
+    synthesizer        TEXT,
+    table_schema       TEXT,
+    schema_fingerprint TEXT,
+    model_name         TEXT,
+    model_version      TEXT,
+    epsilon            REAL NOT NULL CHECK (epsilon >= 0),
+    delta              REAL NOT NULL CHECK (delta >= 0 AND delta <= 1),
+    accountant         TEXT NOT NULL,
+    recorded_at        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS datasets (
+    dataset_id      TEXT PRIMARY KEY,
+    run_id          TEXT NOT NULL REFERENCES training_runs(run_id),
+    sha256          TEXT NOT NULL,
+    path            TEXT,
+    rows            INTEGER,
+    gate_passed     INTEGER,
+    validation_json TEXT NOT NULL,
+    validation_path TEXT,
+    wm_strength     REAL,
+    wm_grid         INTEGER,
+    wm_categorical  INTEGER,
+    recorded_at     TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS datasets_by_sha256 ON datasets(sha256);
+CREATE TABLE IF NOT EXISTS codes (
+    code        TEXT PRIMARY KEY,
+    dataset_id  TEXT NOT NULL REFERENCES datasets(dataset_id),
+    key_id      TEXT NOT NULL,
+    timestamp   TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS codes_by_key ON codes(key_id);
+"""
+
+_SELECT = """
+SELECT c.code, c.key_id, c.timestamp, c.recorded_at,
+       d.dataset_id, d.sha256, d.path, d.rows, d.gate_passed, d.validation_json, d.validation_path,
+       d.wm_strength, d.wm_grid, d.wm_categorical,
+       r.run_id, r.synthesizer, r.table_schema, r.schema_fingerprint, r.model_name, r.model_version,
+       r.epsilon, r.delta, r.accountant,
+       b.batch_id, b.source, b.rows AS batch_rows, b.window_start, b.window_end
+FROM codes c
+JOIN datasets d ON d.dataset_id = c.dataset_id
+JOIN training_runs r ON r.run_id = d.run_id
+JOIN training_batches b ON b.batch_id = r.batch_id
+"""
+
+
+class LedgerConflictError(InputError):
+    """A release contradicts what the ledger already holds (same id, different content)."""
+
+
+class AuditFailedError(DpsynError, RuntimeError):
+    """An audit found a file that carries no watermark of ours."""
+
+    exit_code = 1
+
+
+def ledger_path(url: str | None = None) -> Path:
+    """The SQLite file of a ledger URL (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path).
+
+    ``None`` means ``$DPSYN_LINEAGE_URL`` if set, else ``$DPSYN_HOME/lineage.db``.
+    """
+    url = url or os.environ.get(LEDGER_ENV) or None
+    if url is None:
+        return dpsyn_home() / "lineage.db"
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        if scheme != "sqlite" or not rest.startswith("/") or rest == "/":
+            raise ConfigError(f"lineage ledger URL must be sqlite:///PATH (got scheme '{scheme}')")
+        return Path(rest[1:]).expanduser().absolute()
+    return Path(url).expanduser().absolute()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _iso(d: datetime | None) -> str | None:
+    return d.isoformat() if d is not None else None
+
+
+class Ledger:
+    """The lineage ledger at ``url`` (see :func:`ledger_path`); created on first write."""
+
+    def __init__(self, url: str | None = None):
+        self.path = ledger_path(url)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # -- connection -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        if not write and not self.path.exists():
+            conn = sqlite3.connect(":memory:")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            if write or not self.path.exists():
+                conn.executescript(_SCHEMA)
+            if write:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            else:
+                yield conn
+        except sqlite3.IntegrityError:
+            raise LedgerConflictError(f"lineage ledger {self.path}: the release contradicts a stored record") from None
+        except sqlite3.DatabaseError as e:
+            raise InputError(f"lineage ledger {self.path} cannot be used ({type(e).__name__})") from None
+        finally:
+            conn.close()
+
+    # -- writes -----------------------------------------------------------------------------
+    def record(self, release: Release) -> str:
+        """Store a release in one transaction; return its dataset id.
+
+        Recording the same release twice is a no-op. A batch or run already
+        stored must agree with the release (model name/version may be filled
+        in later); a code or dataset id already used by another release raises
+        :class:`LedgerConflictError`.
+        """
+        r = release
+        now = _now()
+        with self._connect(write=True) as db:
+            db.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('ledger_version', ?)", (str(LEDGER_VERSION),))
+            old = db.execute("SELECT dataset_id FROM codes WHERE code = ?", (r.code,)).fetchone()
+            if old is not None:
+                if old["dataset_id"] == r.dataset.dataset_id or self._same(db, r):
+                    return old["dataset_id"]
+                raise LedgerConflictError(f"watermark code {r.code} is already recorded for another release")
+            b = r.batch
+            row = db.execute("SELECT rows FROM training_batches WHERE batch_id = ?", (b.batch_id,)).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO training_batches VALUES (?, ?, ?, ?, ?, ?)",
+                    (b.batch_id, b.source, b.rows, _iso(b.window_start), _iso(b.window_end), now),
+                )
+            elif row["rows"] != b.rows:
+                raise LedgerConflictError(f"training batch {b.batch_id[:16]}… is recorded with another row count")
+            m, p = r.model, r.privacy
+            row = db.execute("SELECT batch_id, epsilon FROM training_runs WHERE run_id = ?", (m.run_id,)).fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO training_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (m.run_id, b.batch_id, m.synthesizer, m.table_schema, m.schema_fingerprint, m.name, m.version,
+                     p.epsilon, p.delta, p.accountant, now),
+                )
+            elif row["batch_id"] != b.batch_id:
+                raise LedgerConflictError(f"run {m.run_id} is recorded with another training batch")
+            elif m.name or m.version:
+                db.execute("UPDATE training_runs SET model_name = COALESCE(?, model_name), "
+                           "model_version = COALESCE(?, model_version) WHERE run_id = ?", (m.name, m.version, m.run_id))
+            d, v, w = r.dataset, r.validation, r.watermark
+            if db.execute("SELECT 1 FROM datasets WHERE dataset_id = ?", (d.dataset_id,)).fetchone():
+                raise LedgerConflictError(f"dataset id {d.dataset_id} is already recorded")
+            db.execute(
+                "INSERT INTO datasets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (d.dataset_id, m.run_id, d.sha256, d.path, d.rows, None if v.passed is None else int(v.passed),
+                 json.dumps({"checks": v.checks, "failed": v.failed}), v.path, w.strength, w.grid,
+                 None if w.categorical is None else int(w.categorical), now),
+            )
+            db.execute("INSERT INTO codes VALUES (?, ?, ?, ?, ?)", (r.code, d.dataset_id, r.key_id, r.timestamp, now))
+        logger.info("lineage: recorded dataset %s (run %s)", d.dataset_id, m.run_id)
+        return d.dataset_id
+
+    @staticmethod
+    def _same(db: sqlite3.Connection, r: Release) -> bool:
+        row = db.execute(_SELECT + " WHERE c.code = ?", (r.code,)).fetchone()
+        return row is not None and row["sha256"] == r.dataset.sha256 and row["run_id"] == r.model.run_id
+
+    def set_model_version(self, run_id: str, *, name: str, version: str) -> None:
+        """Fill in the registered model name and version of a run (the MLflow registry comes later)."""
+        with self._connect(write=True) as db:
+            cur = db.execute("UPDATE training_runs SET model_name = ?, model_version = ? WHERE run_id = ?",
+                             (name, str(version), run_id))
+            if cur.rowcount == 0:
+                raise InputError(f"run {run_id} is not in the lineage ledger")
+
+    # -- reads ------------------------------------------------------------------------------
+    def get(self, code: str) -> Lineage | None:
+        with self._connect(write=False) as db:
+            row = db.execute(_SELECT + " WHERE c.code = ?", (code,)).fetchone()
+        return _lineage(row) if row is not None else None
+
+    def by_sha256(self, sha256: str) -> list[Lineage]:
+        with self._connect(write=False) as db:
+            rows = db.execute(_SELECT + " WHERE d.sha256 = ? ORDER BY c.recorded_at", (sha256,)).fetchall()
+        return [_lineage(r) for r in rows]
+
+    def by_key(self, key_id: str, *, limit: int = 50) -> list[Lineage]:
+        with self._connect(write=False) as db:
+            rows = db.execute(_SELECT + " WHERE c.key_id = ? ORDER BY c.recorded_at DESC LIMIT ?",
+                              (key_id, limit)).fetchall()
+        return [_lineage(r) for r in rows]
+
+    def by_run(self, run_id: str) -> list[Lineage]:
+        with self._connect(write=False) as db:
+            rows = db.execute(_SELECT + " WHERE r.run_id = ? ORDER BY c.recorded_at", (run_id,)).fetchall()
+        return [_lineage(r) for r in rows]
+
+    def schemas(self) -> list[str]:
+        """The table schemas of recorded runs (names or paths), most recent first."""
+        with self._connect(write=False) as db:
+            rows = db.execute("SELECT table_schema, MAX(recorded_at) AS t FROM training_runs "
+                              "WHERE table_schema IS NOT NULL GROUP BY table_schema ORDER BY t DESC").fetchall()
+        return [r["table_schema"] for r in rows]
+
+    def count(self) -> int:
+        with self._connect(write=False) as db:
+            return int(db.execute("SELECT COUNT(*) FROM codes").fetchone()[0])
+
+
+def _lineage(row: sqlite3.Row) -> Lineage:
+    val = json.loads(row["validation_json"] or "{}")
+    return Lineage(
+        recorded_at=row["recorded_at"],
+        release=Release(
+            code=row["code"], key_id=row["key_id"], timestamp=row["timestamp"],
+            dataset=DatasetRef(dataset_id=row["dataset_id"], sha256=row["sha256"], path=row["path"], rows=row["rows"]),
+            model=ModelRef(run_id=row["run_id"], synthesizer=row["synthesizer"], table_schema=row["table_schema"],
+                           schema_fingerprint=row["schema_fingerprint"], name=row["model_name"],
+                           version=row["model_version"]),
+            batch=TrainingBatch(batch_id=row["batch_id"], source=row["source"], rows=row["batch_rows"],
+                                window_start=row["window_start"], window_end=row["window_end"]),
+            privacy=PrivacyRef(epsilon=row["epsilon"], delta=row["delta"], accountant=row["accountant"]),
+            validation=ValidationRef(passed=None if row["gate_passed"] is None else bool(row["gate_passed"]),
+                                     checks=val.get("checks", []), failed=val.get("failed", []),
+                                     path=row["validation_path"]),
+            watermark=WatermarkSettings(strength=row["wm_strength"], grid=row["wm_grid"],
+                                        categorical=None if row["wm_categorical"] is None
+                                        else bool(row["wm_categorical"])),
+        ),
+    )

@@ -1,0 +1,206 @@
+"""The records of the lineage ledger (pydantic): what one synthetic release came from.
+
+Everything here is an identifier, a hash, a count, a setting or a DP
+statistic: never a data value, never a key (only key ids).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CodeTrace",
+    "DatasetRef",
+    "FileTrace",
+    "Lineage",
+    "ModelRef",
+    "PrivacyRef",
+    "Release",
+    "TrainingBatch",
+    "ValidationRef",
+    "WatermarkSettings",
+    "training_batch",
+]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TrainingBatch(_Record):
+    """The snapshot of real data a model was trained on, named by the content hash of the scrubbed, masked frame."""
+
+    batch_id: str = Field(min_length=1, description="dpsyn.io.frame_sha256 of the scrubbed and masked frame")
+    source: str = Field(description="the input's file name (no folder)")
+    rows: int = Field(ge=0)
+    window_start: datetime | None = None  # the time window the rows cover, when known
+    window_end: datetime | None = None
+
+
+def training_batch(df: pd.DataFrame, *, source: str, window_start: datetime | None = None,
+                   window_end: datetime | None = None) -> TrainingBatch:
+    """The training batch record of a scrubbed and masked frame."""
+    from dpsyn.io import frame_sha256
+
+    return TrainingBatch(batch_id=frame_sha256(df), source=Path(source).name, rows=len(df),
+                         window_start=window_start, window_end=window_end)
+
+
+class ModelRef(_Record):
+    run_id: str = Field(min_length=1, description="the MLflow run that trained the model")
+    synthesizer: str | None = None
+    table_schema: str | None = None  # shipped schema name or schema file path
+    schema_fingerprint: str | None = None
+    name: str | None = None  # MLflow registered model name, when registered
+    version: str | None = None
+
+
+class PrivacyRef(_Record):
+    epsilon: float = Field(ge=0, description="ε spent by the run")
+    delta: float = Field(ge=0, le=1)
+    accountant: str
+
+
+class ValidationRef(_Record):
+    passed: bool | None = None
+    checks: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    path: str | None = None  # where the full report was published
+
+
+class WatermarkSettings(_Record):
+    """How the statistical watermark was embedded (None strength: not embedded)."""
+
+    strength: float | None = None
+    grid: int | None = None
+    categorical: bool | None = None
+
+
+class DatasetRef(_Record):
+    dataset_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    sha256: str = Field(min_length=64, max_length=64)
+    path: str | None = None
+    rows: int | None = Field(default=None, ge=0)
+
+
+class Release(_Record):
+    """One published synthetic dataset and everything it came from."""
+
+    code: str = Field(pattern=r"^[0-9a-f]{16,64}$")
+    key_id: str = Field(min_length=1)
+    timestamp: str = Field(min_length=1)  # the timestamp that went into the code
+    dataset: DatasetRef
+    model: ModelRef
+    batch: TrainingBatch
+    privacy: PrivacyRef
+    validation: ValidationRef = Field(default_factory=ValidationRef)
+    watermark: WatermarkSettings = Field(default_factory=WatermarkSettings)
+
+    @classmethod
+    def from_manifest(
+        cls,
+        manifest: dict[str, Any],
+        *,
+        dataset_sha256: str,
+        path: str | Path | None = None,
+        rows: int | None = None,
+        validation: dict | None = None,
+        validation_path: str | Path | None = None,
+        window_start: datetime | None = None,
+        window_end: datetime | None = None,
+        model_name: str | None = None,
+        model_version: str | None = None,
+        dataset_id: str | None = None,
+    ) -> Release:
+        """A release from the manifest the ``synthesize`` flow publishes (see tasks/stages.py).
+
+        ``validation`` is the validation report's dict (``ValidationReport.model_dump()``);
+        only its verdict and check names are kept.
+        """
+        wm = manifest["watermark"]
+        batch = manifest["training_batch"]
+        stat = wm.get("statistical") or {}
+        checks = (validation or {}).get("checks", [])
+        return cls(
+            code=wm["code"],
+            key_id=wm["key_id"],
+            timestamp=wm["timestamp"],
+            dataset=DatasetRef(
+                **({"dataset_id": dataset_id} if dataset_id else {}), sha256=dataset_sha256,
+                path=str(path) if path is not None else None, rows=rows,
+            ),
+            model=ModelRef(
+                run_id=manifest["mlflow_run_id"], synthesizer=manifest.get("synthesizer"),
+                table_schema=manifest.get("schema"), schema_fingerprint=manifest.get("schema_fingerprint"),
+                name=model_name, version=model_version,
+            ),
+            batch=TrainingBatch(
+                batch_id=batch["batch_id"], source=batch.get("source", ""), rows=batch["rows"],
+                window_start=window_start or batch.get("window_start"), window_end=window_end or batch.get("window_end"),
+            ),
+            privacy=PrivacyRef(epsilon=manifest["epsilon_spent"], delta=manifest["delta"],
+                               accountant=manifest["accountant"]),
+            validation=ValidationRef(
+                passed=manifest.get("gate_passed", None if validation is None else all(c["passed"] for c in checks)),
+                checks=[c["name"] for c in checks], failed=[c["name"] for c in checks if not c["passed"]],
+                path=str(validation_path) if validation_path is not None else None,
+            ),
+            watermark=WatermarkSettings(strength=stat.get("strength"), grid=stat.get("grid"),
+                                        categorical=stat.get("categorical")),
+        )
+
+
+class Lineage(_Record):
+    """What a code traces to (a :class:`Release` as stored, plus when it was recorded)."""
+
+    release: Release
+    recorded_at: str
+
+
+CodeStatus = Literal["verified", "recorded", "mismatch", "not_ours", "malformed"]
+
+
+class CodeTrace(_Record):
+    """One per-record code and what it traces to.
+
+    ``verified``: in the ledger, and recomputing the HMAC with the key of its
+    key id gives the code; ``recorded``: in the ledger, but that key is not
+    available here to re-check it; ``mismatch``: in the ledger, but the HMAC
+    does not match (the ledger was altered); ``not_ours``: a well-formed code
+    that no release of ours carries (a forgery or another issuer);
+    ``malformed``: not a code at all.
+    """
+
+    code: str
+    status: CodeStatus
+    rows: int = 0  # rows of the file that carry it
+    where: Literal["_wm", "text", "argument"] = "argument"
+    lineage: Lineage | None = None
+
+
+class FileTrace(_Record):
+    """The lineage of a file (or of one of its rows), and how it was established."""
+
+    path: str
+    sha256: str
+    rows: int
+    row: int | None = None
+    method: Literal["record_code", "text_mark", "statistical", "none"]
+    file_matches_release: str | None = None  # dataset id whose recorded sha256 equals the file's
+    codes: list[CodeTrace] = Field(default_factory=list)
+    statistical: dict | None = None  # a DetectionResult dump, when the statistical test ran
+    schema_used: str | None = None
+    candidates: list[Lineage] = Field(default_factory=list)  # releases under the matched key (statistical)
+    message: str = ""
+
+    @property
+    def traced(self) -> bool:
+        return any(c.status in ("verified", "recorded") for c in self.codes) or bool(
+            self.statistical and self.statistical.get("detected")
+        )

@@ -1,0 +1,41 @@
+"""dpdsyn's own promises beyond the shared contract."""
+
+import pytest
+
+from dpsyn.errors import ConfigError
+from dpsyn.privacy import PrivacyAccountant
+from dpsyn.schema import parse_schema
+from dpsyn.synth import create
+
+FAST = {"epochs": 1, "batch_size": 128, "hidden": 8, "task_epochs": 1, "task_batch_size": 128}
+PRIV = {"secure_rng": False, "noise_seed": 0}
+
+
+def test_both_mechanisms_on_one_accountant_within_budget(adult_sample, adult_schema):
+    acct = PrivacyAccountant(epsilon=0.8, delta=1e-5)
+    acct.plan("validation.fidelity", noise_multiplier=acct.sigma_for_share(0.2))
+    synth = create("dpdsyn", FAST, privacy=PRIV).fit(adult_sample.iloc[:800], adult_schema, accountant=acct)
+    labels = [m.label for m in acct.ledger]
+    assert labels == ["dpdsyn.task", "dpdsyn.generator"]
+    # the planned gate is still reserved: spending it too must stay within budget
+    acct.record("validation.fidelity", noise_multiplier=acct.planned[0].noise_multiplier, sample_rate=1.0, steps=1)
+    assert acct.check() <= 0.8
+    t = synth.training_
+    assert t["task"]["noise_multiplier"] > 0 and t["generator"]["noise_multiplier"] > 0
+
+
+def test_needs_a_target(adult_sample):
+    schema = parse_schema("""
+name: notarget
+columns:
+  - {name: age, kind: numeric, bounds: [17, 90], integer: true}
+  - {name: sex, kind: categorical, domain: [Female, Male]}
+""")
+    with pytest.raises(ConfigError, match="target"):
+        create("dpdsyn", FAST, privacy=PRIV).fit(adult_sample[["age", "sex"]], schema)
+
+
+def test_labels_follow_the_task_model(adult_sample, adult_schema):
+    synth = create("dpdsyn", FAST, privacy={**PRIV, "epsilon": 2.0}).fit(adult_sample.iloc[:800], adult_schema)
+    out = synth.sample(400, random_state=0)
+    assert set(out["income"].dropna()) <= {"<=50K", ">50K"}
