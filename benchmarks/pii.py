@@ -635,6 +635,12 @@ def write_report(res: dict, out: Path) -> None:
             f"{m['workers']} | {m['peak_rss_mib']:.0f} MiB | {m['peak_worker_rss_mib']:.0f} MiB | "
             f"{m['loadavg_before'][0]:.1f} → {m['loadavg_after'][0]:.1f} |"
         )
+    if res.get("earlier_runs"):
+        lines += ["", "Earlier runs of the same measurements while other jobs loaded the CPUs:"]
+        lines += [f"* {e}" for e in res["earlier_runs"]]
+    cmds = sorted({m["command"] for m in res["throughput"] if m.get("command")})
+    if len(cmds) > 1:
+        lines += ["", "Measured with: " + "; ".join(f"`{c}`" for c in cmds) + " (the latest run of each row)."]
     lines += [
         "",
         "*Per CPU-second*: rows divided by the CPU time (user + system) of the measuring process and its worker "
@@ -678,6 +684,10 @@ def main() -> None:
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--report-only", action="store_true", help="rewrite pii.md from pii.json")
+    ap.add_argument(
+        "--only", choices=["structured", "notes", "table"], action="append",
+        help="run only these throughput measurements; the others are kept from pii.json",
+    )  # fmt: skip
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--n-process", type=int, default=0, help=argparse.SUPPRESS)
@@ -724,15 +734,21 @@ def main() -> None:
                 ("free text, single process (note column only)", "notes", a.text_rows, 1),
                 ("whole table incl. free-text note (dpsyn's default workers)", "table", a.rows, 0),
             ]
+            kept = {m["kind"]: m for m in old.get("throughput", [])} if a.only else {}
             res["throughput"] = []
             for label, kind, rows, n_proc in runs:
+                if a.only and kind not in a.only and kind in kept:
+                    res["throughput"].append(kept[kind])
+                    continue
                 m = measure(kind, data, rows, n_proc)
                 m["label"] = label
+                m["command"] = res["command"]
                 res["throughput"].append(m)
                 print(json.dumps(m), flush=True)
     else:
         res["throughput"] = old.get("throughput", [])
         res["throughput_command"] = old.get("throughput_command", old.get("command"))
+    res["earlier_runs"] = old.get("earlier_runs", [])
     write_report(res, a.out)
 
 
