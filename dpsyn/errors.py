@@ -68,6 +68,16 @@ class GateFailedError(DpsynError, RuntimeError):
         self.failures = list(failures or [])
 
 
+class LedgerConflictError(InputError):
+    """A release contradicts what the lineage ledger already holds (same id, different content)."""
+
+
+class AuditFailedError(DpsynError, RuntimeError):
+    """An audit found a file that carries no watermark of ours."""
+
+    exit_code = 1
+
+
 class DpsynWarning(UserWarning):
     """Base class of dpsyn warnings."""
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dpsyn.errors import ConfigError, DpsynError, InputError
+from dpsyn.errors import AuditFailedError, ConfigError, InputError, LedgerConflictError
 from dpsyn.home import dpsyn_home
 from dpsyn.lineage.models import (
     DatasetRef,
@@ -106,16 +106,6 @@ JOIN datasets d ON d.dataset_id = c.dataset_id
 JOIN training_runs r ON r.run_id = d.run_id
 JOIN training_batches b ON b.batch_id = r.batch_id
 """
-
-
-class LedgerConflictError(InputError):
-    """A release contradicts what the ledger already holds (same id, different content)."""
-
-
-class AuditFailedError(DpsynError, RuntimeError):
-    """An audit found a file that carries no watermark of ours."""
-
-    exit_code = 1
 
 
 def ledger_path(url: str | None = None) -> Path:

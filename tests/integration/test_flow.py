@@ -85,9 +85,12 @@ def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_
     from tasks.tracking import client
 
     out = tmp_path / "out"
-    cfg = _config(small_adult, out, validation={"ks_threshold": 1e-6, "tvd_threshold": 1e-6}, experiment="gate-fail")
-    with pytest.raises(GateFailedError, match="ks:age"):
+    # thresholds no real table meets, and no noise margin: the gate must fail and name its checks
+    cfg = _config(small_adult, out, validation={"ks_threshold": 1e-6, "tvd_threshold": 1e-6, "noise_margin": 0},
+                  experiment="gate-fail")
+    with pytest.raises(GateFailedError, match=r"validation gate failed: (ks|tvd):") as err:
         synthesize(cfg)
+    assert len(err.value.failures) >= 5
     assert not out.exists()
     assert not any(p.name.startswith(".out.staging") for p in tmp_path.iterdir())
     c = client()
