@@ -68,14 +68,33 @@ def load(name: str, split_seed: int = 0):
     return schema, train, test, spec
 
 
-def run_dpsyn(method, schema, train, eps, delta, seed, cfg):
+def _fit_child(method, schema, train, eps, delta, seed, cfg, path, conn):
     from dpsyn.synth import create
 
     synth = create(method, cfg, privacy={"epsilon": eps, "delta": delta, "secure_rng": False, "noise_seed": seed})
     t0 = time.time()
     synth.fit(train, schema)
     fit_s = time.time() - t0
-    return synth.sample(len(train), random_state=seed), fit_s, synth.privacy_["epsilon_spent"]
+    synth.sample(len(train), random_state=seed).to_parquet(path)
+    conn.send((fit_s, synth.privacy_["epsilon_spent"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+
+
+def run_dpsyn(method, schema, train, eps, delta, seed, cfg):
+    """Fit and sample in a forked child, so each row's peak memory is its own."""
+    import multiprocessing as mp
+    import tempfile
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synth.parquet"
+        p = ctx.Process(target=_fit_child, args=(method, schema, train, eps, delta, seed, cfg, path, child))
+        p.start()
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError(f"{method} failed (exit {p.exitcode})")
+        fit_s, spent, rss_kb = parent.recv()
+        return pd.read_parquet(path), fit_s, spent, rss_kb
 
 
 def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive):
@@ -119,6 +138,7 @@ def run_peer(method, dataset, eps, delta, seed, out_dir):
     py = REPO / "benchmarks/.envs/snsynth/bin/python"
     if not py.exists():
         raise RuntimeError("peer environment missing: run `bash benchmarks/peers/setup.sh` first")
+    out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{method}_{dataset}_eps{eps}_seed{seed}.csv"
     cmd = [str(py), str(REPO / "benchmarks/peers/run_peer.py"), "--method", method, "--dataset", dataset,
            "--eps", str(eps), "--delta", str(delta), "--seed", str(seed), "--out", str(target)]
@@ -126,7 +146,9 @@ def run_peer(method, dataset, eps, delta, seed, out_dir):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{method} failed: {r.stderr[-2000:]}")
-    return target, time.time() - t0, json.loads(r.stdout.strip().splitlines()[-1])
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    info["wall_s"] = round(time.time() - t0, 1)
+    return target, info["fit_s"], info
 
 
 def main(argv=None):
@@ -155,7 +177,7 @@ def main(argv=None):
                 key = (args.dataset, method, eps if np.isfinite(eps) else None, seed)
                 if key in done:
                     continue
-                rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                rss_kb = None
                 row = {"dataset": args.dataset, "method": method, "epsilon": key[2], "seed": seed,
                        "delta": spec["delta"]}
                 if method == "real":
@@ -169,6 +191,7 @@ def main(argv=None):
                     continue
                 elif method in ("mst", "aim"):
                     path, fit_s, info = run_peer(method, args.dataset, eps, spec["delta"], seed, out.parent / "peers")
+                    rss_kb = info.get("peak_rss_kb")
                     from dpsyn.io import coerce_to_schema
 
                     syn = coerce_to_schema(pd.read_csv(path, dtype=str, keep_default_na=False,
@@ -176,13 +199,13 @@ def main(argv=None):
                     spent = eps
                     row.update(peer=info)
                 else:
-                    syn, fit_s, spent = run_dpsyn(method, schema, train, eps, spec["delta"], seed,
+                    syn, fit_s, spent, rss_kb = run_dpsyn(method, schema, train, eps, spec["delta"], seed,
                                                   json.loads(args.config))
                 row.update(
                     fit_s=round(fit_s, 1), epsilon_spent=spent,
                     tvd1=marginal_tvd(train, syn, schema, order=1), tvd2=marginal_tvd(train, syn, schema, order=2),
                     tstr=tstr_scores(syn, test, schema, positive=spec["positive"], random_state=seed),
-                    peak_rss_mb=round(max(rss0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024),
+                    peak_rss_mb=None if rss_kb is None else round(rss_kb / 1024),
                 )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -195,7 +218,7 @@ def write_markdown(rows, path: Path, command: str):
     df = pd.json_normalize(rows)
     cols = {"tstr.gbm.roc_auc": "AUC gbm", "tstr.logreg.roc_auc": "AUC logreg", "tstr.direct.roc_auc": "AUC direct",
             "tstr.gbm.accuracy": "acc gbm", "tstr.gbm.f1": "F1 gbm", "tvd1": "TVD 1-way", "tvd2": "TVD 2-way",
-            "fit_s": "fit s", "epsilon_spent": "ε spent"}
+            "fit_s": "fit s", "peak_rss_mb": "peak MB", "epsilon_spent": "ε spent"}
     keep = [c for c in cols if c in df.columns]
     df["epsilon"] = df["epsilon"].fillna(np.inf)
     g = df.groupby(["dataset", "method", "epsilon"])[keep].agg(["mean", "std"])

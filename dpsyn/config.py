@@ -6,6 +6,7 @@ Prefect as the flow run's parameters and by MLflow as the run's params.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.synth.base import PrivacyConfig
 from dpsyn.validation import ValidationConfig
+from dpsyn.watermark import WatermarkConfig
 
-__all__ = ["MaskConfig", "PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig"]
+__all__ = ["MaskConfig", "PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig", "WatermarkConfig"]
 
 
 class SynthesizeConfig(BaseModel):
@@ -37,3 +39,13 @@ class SynthesizeConfig(BaseModel):
     n_samples: int | None = Field(default=None, ge=1, description="Synthetic rows; default: as many as real rows.")
     sample_seed: int | None = Field(default=None, description="Seed for sampling from the fitted model.")
     experiment: str = Field(default="dpsyn", description="MLflow experiment name.")
+    watermark: WatermarkConfig = Field(default_factory=WatermarkConfig)
+    lineage_url: str | None = Field(
+        default=None, description="sqlite:///PATH of the lineage ledger; default $DPSYN_LINEAGE_URL or $DPSYN_HOME/lineage.db."
+    )
+    batch_window_start: datetime | None = Field(default=None, description="Start of the time window the input covers.")
+    batch_window_end: datetime | None = Field(default=None, description="End of the time window the input covers.")
+    register_model: bool = Field(default=True, description="Register the fitted model in the MLflow model registry.")
+    model_name: str | None = Field(
+        default=None, description="Registered model name; default dpsyn-<schema name> (one per dataset)."
+    )

@@ -153,6 +153,9 @@ def _print_result(result: dict, *, as_json: bool, started: float) -> None:
         "gate_passed": result["gate_passed"],
         "training_batch": result["training_batch"]["batch_id"],
         "watermark_key_id": result["watermark"]["key_id"],
+        "watermark_code": result["watermark"]["code"],
+        "dataset_id": result.get("dataset_id"),
+        "model": result.get("model"),
         "seconds": round(time.time() - started, 1),
     }
     if as_json:
@@ -162,6 +165,8 @@ def _print_result(result: dict, *, as_json: bool, started: float) -> None:
             f"published {summary['output']}\n"
             f"  ε spent {summary['epsilon_spent']:.4f} at δ={summary['delta']:g} ({summary['accountant']}), "
             f"gate passed\n  MLflow run {summary['mlflow_run_id']}"
+            + (f", model {summary['model']['name']} v{summary['model']['version']}" if summary["model"] else "")
+            + f"\n  trace it: dpsyn audit trace {summary['output']}/synthetic.csv"
         )
 
 

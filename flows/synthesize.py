@@ -15,6 +15,7 @@ from prefect import flow
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import GateFailedError
+from tasks import audit as audit_tasks
 from tasks import stages
 from tasks import tracking as mlf
 
@@ -44,7 +45,10 @@ def synthesize(config: SynthesizeConfig) -> dict:
             "mlflow_run_id": run_id,
             "schema": config.table_schema,
             "synthesizer": config.synthesizer,
-            "training_batch": {k: batch[k] for k in ("batch_id", "rows", "source")},
+            "training_batch": {
+                **{k: batch[k] for k in ("batch_id", "rows", "source")},
+                "window_start": config.batch_window_start, "window_end": config.batch_window_end,
+            },
             "watermark": wm,
             "epsilon_spent": privacy["epsilon_spent"],
             "delta": privacy["delta"],
@@ -56,9 +60,17 @@ def synthesize(config: SynthesizeConfig) -> dict:
             raise GateFailedError(
                 f"validation gate failed: {', '.join(failed)}; nothing was published", failures=failed
             )
-        output = stages.publish(config, work, manifest)
+        if config.register_model:
+            name = config.model_name or f"dpsyn-{batch['schema_name']}"
+            version = mlf.register_model_task(run_id, name, {
+                "epsilon": f"{manifest['epsilon_spent']:.6f}", "delta": f"{manifest['delta']:g}",
+                "training_batch": batch["batch_id"], "gate_passed": True,
+            })
+            manifest["model"] = {"name": name, "version": version}
+        published = stages.publish(config, work, manifest)
+        audit_tasks.mirror_lineage_task(run_id, wm["code"], config.lineage_url)
         status = "FINISHED"
-        return {"output": output, **manifest}
+        return {**published, **manifest}
     except BaseException:
         if not privacy_logged:  # ε spent before a crash is still recorded
             mlf.log_privacy_task(run_id, stages.privacy_summary(work))

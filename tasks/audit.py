@@ -32,18 +32,22 @@ def _logger():
 
 def audit_keys(config: AuditConfig) -> list:
     """Every key known here, plus the one in ``config.key_block`` (a Prefect Secret holding hex) if set."""
-    from dpsyn.watermark import WatermarkKey, load_keys
+    from dpsyn.watermark import load_keys
 
-    extra = []
-    if config.key_block:
-        from prefect.blocks.system import Secret
+    return load_keys(extra=[key_from_block(config.key_block)] if config.key_block else [])
 
-        raw = Secret.load(config.key_block).get()
-        try:
-            extra.append(WatermarkKey.from_secret(bytes.fromhex(str(raw).strip())))
-        except ValueError:
-            extra.append(WatermarkKey.from_secret(str(raw).encode()))
-    return load_keys(extra=extra)
+
+def key_from_block(name: str):
+    """The watermark key held by the Prefect Secret block ``name`` (hex, or text used as bytes)."""
+    from prefect.blocks.system import Secret
+
+    from dpsyn.watermark import WatermarkKey
+
+    raw = str(Secret.load(name).get()).strip()
+    try:
+        return WatermarkKey.from_secret(bytes.fromhex(raw))
+    except ValueError:
+        return WatermarkKey.from_secret(raw.encode())
 
 
 def mirror_lineage(

@@ -61,6 +61,9 @@ def scrub(config: SynthesizeConfig, work: str) -> dict:
     clean, rep = scrub_file(config.data, config.table_schema, config.scrub)
     clean.to_parquet(Path(work) / SCRUBBED, index=False)
     get_run_logger().info("scrubbed %d rows: %d entities replaced or dropped", rep.rows, rep.total)
+    from tasks.artifacts import publish_scrub_report
+
+    publish_scrub_report(rep.to_dict())
     _done("scrub PII")
     return rep.to_dict()
 
@@ -82,6 +85,7 @@ def mask(config: SynthesizeConfig, work: str) -> dict:
         "batch_id": frame_sha256(masked),
         "rows": len(masked),
         "source": Path(config.data).name,
+        "schema_name": schema.name,
         "mask_report": rep.model_dump(),
     }
 
@@ -124,18 +128,33 @@ def sample(config: SynthesizeConfig, work: str, n_rows: int) -> int:
 
 @task(name="watermark", **PRIVATE)
 def watermark(config: SynthesizeConfig, work: str, batch_id: str, run_id: str) -> dict:
+    """Embed the keyed statistical mark (if enabled), then the per-record HMAC code in ``_wm`` and text cells."""
     from dpsyn.schema import ColumnKind, load_schema
-    from dpsyn.watermark import apply_watermark, load_key, record_code
+    from dpsyn.watermark import apply_watermark, embed_statistical_with_report, load_key, record_code
 
     schema = load_schema(config.table_schema)
-    key = load_key()
+    if config.watermark.key_block:
+        from tasks.audit import key_from_block
+
+        key = key_from_block(config.watermark.key_block)
+    else:
+        key = load_key()
     ts = datetime.now(UTC).isoformat(timespec="seconds")
     code = record_code(key, batch_id=batch_id, run_id=run_id, timestamp=ts)
     synth = pd.read_parquet(Path(work) / SYNTHETIC)
+    wm = config.watermark
+    stat = None
+    if wm.statistical:
+        synth, rep = embed_statistical_with_report(
+            synth, schema, key, strength=wm.strength, grid=wm.grid, categorical=wm.categorical,
+            random_state=config.sample_seed,
+        )
+        stat = {"strength": wm.strength, "grid": wm.grid, "categorical": wm.categorical,
+                "columns": sorted(rep.moved), "moved": sum(rep.moved.values())}
     text_cols = [c.name for c in schema.columns if c.kind == ColumnKind.text and c.name in synth.columns]
     apply_watermark(synth, code, text_columns=text_cols).to_parquet(Path(work) / WATERMARKED, index=False)
     _done("watermark")
-    return {"code": code, "key_id": key.key_id, "timestamp": ts}
+    return {"code": code, "key_id": key.key_id, "timestamp": ts, "statistical": stat}
 
 
 @task(name="validate", **PRIVATE)
@@ -149,7 +168,10 @@ def validate(config: SynthesizeConfig, work: str) -> dict:
     state = Path(work) / PRIVACY
     accountant = PrivacyAccountant.from_state_dict(json.loads(state.read_text()))
     real = pd.read_parquet(Path(work) / MASKED)
-    synth = pd.read_parquet(Path(work) / SYNTHETIC)
+    from dpsyn.watermark import WM_COLUMN, strip_text_codes
+
+    # the gate judges exactly what would be published (watermark included), less the code column
+    synth = strip_text_codes(pd.read_parquet(Path(work) / WATERMARKED).drop(columns=[WM_COLUMN], errors="ignore"))
     noise = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
     try:
         rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise)
@@ -173,16 +195,28 @@ def privacy_summary(work: str) -> dict | None:
 
 
 @task(name="publish", **PRIVATE)
-def publish(config: SynthesizeConfig, work: str, manifest: dict) -> str:
-    """Write the synthetic table, report and manifest, then rename the folder into place at once."""
+def publish(config: SynthesizeConfig, work: str, manifest: dict) -> dict:
+    """Write the synthetic table, report and manifest, record the release in the lineage ledger, then
+    rename the folder into place at once (a published file is always traceable)."""
     from dpsyn.io import file_sha256, staged_dir, write_table
+    from dpsyn.lineage import Release, record_release
 
+    final = Path(config.out).absolute()
+    dataset_id = uuid.uuid4().hex
     with staged_dir(config.out, overwrite=config.overwrite) as stage:
         synth = pd.read_parquet(Path(work) / WATERMARKED)
         write_table(synth, stage / "synthetic.csv")
         shutil.copy(Path(work) / REPORT, stage / "validation_report.json")
-        manifest = {**manifest, "synthetic_sha256": file_sha256(stage / "synthetic.csv")}
+        manifest = {**manifest, "dataset_id": dataset_id, "synthetic_sha256": file_sha256(stage / "synthetic.csv")}
         (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+        release = Release.from_manifest(
+            manifest, dataset_sha256=manifest["synthetic_sha256"], path=final / "synthetic.csv", rows=len(synth),
+            validation=json.loads((Path(work) / REPORT).read_text()), validation_path=final / "validation_report.json",
+            window_start=config.batch_window_start, window_end=config.batch_window_end,
+            model_name=manifest.get("model", {}).get("name"), model_version=manifest.get("model", {}).get("version"),
+            dataset_id=dataset_id,
+        )
+        record_release(release, url=config.lineage_url)
         os.chmod(stage, 0o755)
     _done("publish")
-    return str(Path(config.out).absolute())
+    return {"output": str(final), "dataset_id": dataset_id, "synthetic_sha256": manifest["synthetic_sha256"]}

@@ -106,6 +106,21 @@ def set_tags(run_id: str, tags: dict[str, Any]) -> None:
         c.set_tag(run_id, k, str(v))
 
 
+def register_model(run_id: str, name: str, tags: dict[str, Any] | None = None) -> str:
+    """Register the run's logged ``model`` artifact as a new version of ``name``; return the version."""
+    from mlflow.exceptions import MlflowException
+
+    c = client()
+    try:
+        c.create_registered_model(name, description="dpsyn synthesizers fitted on one dataset (schema)")
+    except MlflowException as e:
+        if "already exists" not in str(e).lower() and "RESOURCE_ALREADY_EXISTS" not in str(e):
+            raise
+    source = c.get_run(run_id).info.artifact_uri.rstrip("/") + "/model"
+    mv = c.create_model_version(name, source, run_id=run_id, tags={k: str(v) for k, v in (tags or {}).items()})
+    return str(mv.version)
+
+
 def end_run(run_id: str, status: str = "FINISHED") -> None:
     client().set_terminated(run_id, status=status)
 
@@ -189,6 +204,12 @@ def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batc
     log_dict(run_id, scrub_report, "reports/scrub_report.json")
     log_dict(run_id, {k: v for k, v in batch.items()}, "reports/training_batch.json")
     log_file(run_id, model_path, artifact_path="model")
+
+
+@task(name="mlflow-register-model", persist_result=False, retries=0)
+def register_model_task(run_id: str, name: str, tags: dict[str, Any]) -> str:
+    """One new registry version per published run (no retry: a retry could register twice)."""
+    return register_model(run_id, name, tags)
 
 
 @task(name="mlflow-end-run", **NOCACHE)

@@ -3,13 +3,15 @@
 Runs inside benchmarks/.envs/snsynth (see setup.sh). Continuous columns are binned
 with the *public* bins of dpsyn's schema (the same encoding dpsyn's synthesizers
 use), so the comparison is on equal terms, and the fitted model is sampled
-i.i.d. (`synthetic_data(method="sample")` on the estimated graphical model), not with
+i.i.d. (`synthetic_data(method="sample")` on the estimated graphical model, patched in
+under the synthesizer's own ``sample`` so decompression still applies), not with
 mbi 1.x's default sampler, which links columns sharing a parent (see ../shared/NOTES.md).
 AIM is capped with --aim-rounds (default 30 rounds instead of 224) and --max-model-size.
 """
 
 import argparse
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -48,18 +50,18 @@ def main():
     synth = Synthesizer.create(args.method, **kw)
     synth.fit(codes, categorical_columns=list(codes.columns), preprocessor_eps=0.0)
     fit_s = time.time() - t0
-    model = getattr(synth, "synthesizer", synth)
-    est = getattr(model, "model", None) or getattr(model, "fitted_model", None)
-    if est is not None and hasattr(est, "synthetic_data"):
-        sample = est.synthetic_data(rows=len(codes), method="sample").df
-        sampler = "iid"
-    else:
-        sample = synth.sample(len(codes))
-        sampler = "default"
+    # i.i.d. sampling from the fitted graphical model, through the synthesizer's own sample() so
+    # that MST's domain decompression and the column transformer still apply
+    est = synth.synthesizer
+    draw = est.synthetic_data
+    object.__setattr__(est, "synthetic_data", lambda rows=None, method="sample": draw(rows=rows, method="sample"))
+    sample = synth.sample(len(codes))
+    sampler = "iid"
     out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed))
     out.to_csv(args.out, index=False)
     print(json.dumps({"fit_s": fit_s, "sampler": sampler, "method": args.method,
-                      "aim_rounds": args.aim_rounds if args.method == "aim" else None}))
+                      "aim_rounds": args.aim_rounds if args.method == "aim" else None,
+                      "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from dpsyn.watermark.codes import (
     encode_fields,
     is_code,
     record_code,
+    strip_text_codes,
     text_codes,
     verify_code,
 )
@@ -71,6 +72,28 @@ __all__ = [
     "new_key_file",
     "record_code",
     "score_statistical",
+    "strip_text_codes",
     "text_codes",
     "verify_code",
 ]
+
+
+from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
+
+
+class WatermarkConfig(BaseModel):
+    """How the ``synthesize`` flow marks its output (per-record codes are always written)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    statistical: bool = Field(default=True, description="Embed the statistical (green-cell) watermark.")
+    strength: float = Field(default=DEFAULT_STRENGTH, ge=0, le=0.1,
+                            description="Largest KS / TVD shift the statistical mark may cause per column.")
+    grid: int = Field(default=DEFAULT_GRID, ge=2, description="Cells across a numeric column's public range.")
+    categorical: bool = Field(default=False, description="Also mark categorical columns (paired swaps).")
+    key_block: str | None = Field(
+        default=None, description="A Prefect Secret block holding the key (hex); default: DPSYN_WATERMARK_KEY or the key file."
+    )
+
+
+__all__ += ["WatermarkConfig"]

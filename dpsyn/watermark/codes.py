@@ -26,6 +26,7 @@ __all__ = [
     "encode_fields",
     "is_code",
     "record_code",
+    "strip_text_codes",
     "text_codes",
     "verify_code",
 ]
@@ -67,6 +68,19 @@ def apply_watermark(df: pd.DataFrame, code: str, *, text_columns: list[str] = ()
         if c in out.columns:
             out[c] = out[c].astype("string").fillna("") + INVISIBLE_SEP + code
     out[WM_COLUMN] = code
+    return out
+
+
+def strip_text_codes(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` with every U+2063 + code suffix removed from its text cells (the visible text)."""
+    out = df.copy()
+    for c in out.columns:
+        s = out[c]
+        if c == WM_COLUMN or not (pd.api.types.is_string_dtype(s) or s.dtype == object):
+            continue
+        s = s.astype("string")
+        if s.str.contains(INVISIBLE_SEP, regex=False).fillna(False).any():
+            out[c] = s.str.replace(r"\u2063[0-9a-f]{16,64}$", "", regex=True)
     return out
 
 

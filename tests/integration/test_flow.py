@@ -59,6 +59,54 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
     assert run.data.tags["dpsyn.accountant"] == "prv"
     assert run.data.metrics["gate_passed"] == 1.0
     assert "noise_multiplier.dpgen.dpsgd" in run.data.metrics
+    _check_lineage(result, out, run)
+    _check_scrub_artifact()
+
+
+def _check_scrub_artifact():
+    """The scrub report is a Prefect table artifact of counts (no values)."""
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as c:
+        arts = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["scrub-report"])))
+    assert arts and arts[-1].type == "table"
+    table = arts[-1].data if isinstance(arts[-1].data, list) else json.loads(arts[-1].data)
+    assert all(set(r) == {"column", "entity", "count", "action"} for r in table)
+
+
+def _check_lineage(result, out, run):
+    """The published file traces to what MLflow holds; a fragment without `_wm` is still detected."""
+    import pandas as pd
+
+    from dpsyn.lineage import trace_file, verify_file
+    from dpsyn.watermark import WatermarkKey, load_keys
+    from tasks.tracking import client
+
+    t = trace_file(out / "synthetic.csv")
+    assert t.traced and t.file_matches_release == result["dataset_id"]
+    (c,) = t.codes
+    rel = c.lineage.release
+    assert c.status == "verified" and c.rows == 2000
+    mv = client().get_model_version(rel.model.name, rel.model.version)
+    assert mv.run_id == run.info.run_id == rel.model.run_id
+    assert rel.model.name == "dpsyn-adult"
+    assert rel.batch.batch_id == run.data.tags["dpsyn.training_batch"] == result["training_batch"]["batch_id"]
+    assert rel.privacy.epsilon == pytest.approx(run.data.metrics["epsilon_spent"], abs=1e-6)
+    assert run.data.tags["dpsyn.lineage.model_version"] == rel.model.version
+    assert run.data.tags["dpsyn.lineage.dataset_sha256"] == rel.dataset.sha256
+
+    # the statistical mark: half the rows, no _wm column, still ours; another key sees nothing
+    frag = pd.read_csv(out / "synthetic.csv").drop(columns="_wm").sample(frac=0.5, random_state=0)
+    path = out.parent / "fragment.csv"
+    frag.to_csv(path, index=False)
+    v = verify_file(path, schema="adult")
+    assert v.traced and v.method == "statistical" and v.statistical["p_value"] < 1e-6, v.statistical
+    other = verify_file(path, schema="adult", keys=[WatermarkKey.from_secret(b"x" * 32)])
+    assert not other.traced
+    assert len(load_keys()) >= 1
 
 
 def test_flow_respects_small_epsilon(prefect_harness, small_adult, tmp_path):

@@ -133,3 +133,4 @@ def test_demo_does_not_import_prefect_or_mlflow():
     code = "import sys, dpsyn.demo; print(sorted(m for m in ('prefect', 'mlflow') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[]"
+

@@ -219,3 +219,16 @@ def test_text_codes_reads_the_invisible_suffix():
     df.loc[2] = ["no mark here", 3]
     assert text_codes(df).tolist()[:2] == [code, code]
     assert pd.isna(text_codes(df).iloc[2])
+
+
+def test_strip_text_codes_restores_the_visible_text():
+    from dpsyn.watermark import strip_text_codes
+
+    code = record_code(KEY_A, **IDS)
+    raw = pd.DataFrame({"note": ["fine\u2063not-a-code", "ok"], "n": [1, 2]})
+    marked = apply_watermark(raw, code, text_columns=["note"]).drop(columns=[WM_COLUMN])
+    out = strip_text_codes(marked)
+    assert out["note"].tolist() == ["fine\u2063not-a-code", "ok"]  # only a trailing U+2063 + code goes
+    assert out["n"].tolist() == [1, 2]
+    assert text_codes(out).isna().all()
+    assert text_codes(marked).tolist() == [code, code]  # the input is not modified
