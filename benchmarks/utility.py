@@ -80,11 +80,11 @@ def _fit_child(method, schema, train, eps, delta, seed, cfg, path, conn):
 
 
 def run_dpsyn(method, schema, train, eps, delta, seed, cfg):
-    """Fit and sample in a forked child, so each row's peak memory is its own."""
+    """Fit and sample in a child process, so each row's peak memory is its own."""
     import multiprocessing as mp
     import tempfile
 
-    ctx = mp.get_context("fork")
+    ctx = mp.get_context("spawn")  # fork deadlocks once torch or BLAS threads exist
     parent, child = ctx.Pipe(duplex=False)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "synth.parquet"
@@ -133,7 +133,7 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive):
     return {"direct": score}, fit_s, acct.check()
 
 
-def run_peer(method, dataset, eps, delta, seed, out_dir):
+def run_peer(method, dataset, eps, delta, seed, out_dir, aim_rounds=30):
     """MST / AIM from smartnoise-synth in benchmarks/.envs/snsynth (see benchmarks/peers/README.md)."""
     py = REPO / "benchmarks/.envs/snsynth/bin/python"
     if not py.exists():
@@ -141,7 +141,8 @@ def run_peer(method, dataset, eps, delta, seed, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{method}_{dataset}_eps{eps}_seed{seed}.csv"
     cmd = [str(py), str(REPO / "benchmarks/peers/run_peer.py"), "--method", method, "--dataset", dataset,
-           "--eps", str(eps), "--delta", str(delta), "--seed", str(seed), "--out", str(target)]
+           "--eps", str(eps), "--delta", str(delta), "--seed", str(seed), "--out", str(target),
+           "--aim-rounds", str(aim_rounds)]
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -159,6 +160,7 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=["dpdsyn", "dpgen", "dpsgd_lr", "dpsgd_mlp", "real"])
     ap.add_argument("--out", default="benchmarks/results/utility")
     ap.add_argument("--config", default="{}", help="JSON synthesizer settings for dpsyn methods")
+    ap.add_argument("--aim-rounds", type=int, default=30, help="AIM's round cap (its default, 16·d, takes hours)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     from dpsyn.validation.metrics import marginal_tvd, tstr_scores
@@ -166,10 +168,14 @@ def main(argv=None):
     schema, train, test, spec = load(args.dataset)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, commands = [], []
     jpath = out.with_suffix(".json")
     if jpath.exists():
-        rows = json.loads(jpath.read_text())["rows"]
+        saved = json.loads(jpath.read_text())
+        rows, commands = saved["rows"], saved.get("commands", [])
+    command = " ".join(["python", *sys.argv])
+    if command not in commands:
+        commands.append(command)
     done = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in rows}
     for method in args.methods:
         for eps in (args.eps if method != "real" else [float("inf")]):
@@ -190,7 +196,8 @@ def main(argv=None):
                     print(json.dumps(row), flush=True)
                     continue
                 elif method in ("mst", "aim"):
-                    path, fit_s, info = run_peer(method, args.dataset, eps, spec["delta"], seed, out.parent / "peers")
+                    path, fit_s, info = run_peer(method, args.dataset, eps, spec["delta"], seed, out.parent / "peers",
+                                                     args.aim_rounds)
                     rss_kb = info.get("peak_rss_kb")
                     from dpsyn.io import coerce_to_schema
 
@@ -209,12 +216,12 @@ def main(argv=None):
                 )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                jpath.write_text(json.dumps({"command": " ".join(["python", *sys.argv]), "rows": rows}, indent=1))
-    jpath.write_text(json.dumps({"command": " ".join(["python", *sys.argv]), "rows": rows}, indent=1))
-    write_markdown(rows, out.with_suffix(".md"), " ".join(["python", *sys.argv]))
+                jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
+    jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
+    write_markdown(rows, out.with_suffix(".md"), commands)
 
 
-def write_markdown(rows, path: Path, command: str):
+def write_markdown(rows, path: Path, commands: list[str]):
     df = pd.json_normalize(rows)
     cols = {"tstr.gbm.roc_auc": "AUC gbm", "tstr.logreg.roc_auc": "AUC logreg", "tstr.direct.roc_auc": "AUC direct",
             "tstr.gbm.accuracy": "acc gbm", "tstr.gbm.f1": "F1 gbm", "tvd1": "TVD 1-way", "tvd2": "TVD 2-way",
@@ -222,7 +229,8 @@ def write_markdown(rows, path: Path, command: str):
     keep = [c for c in cols if c in df.columns]
     df["epsilon"] = df["epsilon"].fillna(np.inf)
     g = df.groupby(["dataset", "method", "epsilon"])[keep].agg(["mean", "std"])
-    lines = ["# Utility benchmark", "", f"Command: `{command}`", "",
+    lines = ["# Utility benchmark", "", "Commands (in this order; rows already in the .json are kept):", "",
+             *[f"    {c}" for c in commands], "",
              f"Machine: {os.cpu_count()} cores; means ± std over seeds; δ = 1e-5; TSTR = train on synthetic, "
              "test on real (adult.test or a seeded 20% split).", ""]
     head = ["dataset", "method", "ε"] + [cols[c] for c in keep]
@@ -231,8 +239,21 @@ def write_markdown(rows, path: Path, command: str):
         cells = [ds, m, "∞" if not np.isfinite(e) else f"{e:g}"]
         for c in keep:
             mu, sd = r[(c, "mean")], r[(c, "std")]
-            cells.append("" if pd.isna(mu) else (f"{mu:.3f}" if pd.isna(sd) else f"{mu:.3f} ± {sd:.3f}"))
+            f = ".0f" if c in ("fit_s", "peak_rss_mb") else ".3f"
+            cells.append("" if pd.isna(mu) else (f"{mu:{f}}" if pd.isna(sd) else f"{mu:{f}} ± {sd:{f}}"))
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Notes:", "",
+              "* TVD: mean total variation distance over all 1-way / 2-way marginals of the public encoding "
+              "(dpsyn.validation.metrics.marginal_tvd) between the training file and the synthetic table.",
+              "* `dpsgd_lr` / `dpsgd_mlp`: DP-SGD on the real rows at the same ε (no synthetic table); "
+              "their AUC is in `AUC direct`.",
+              "* MST / AIM: smartnoise-synth in benchmarks/.envs/snsynth, on the same public encoding, "
+              "sampled i.i.d. from the fitted graphical model (benchmarks/peers/run_peer.py). AIM is capped "
+              "at the number of rounds in its command (`--aim-rounds`; its default, 16·d = 240 here, takes "
+              "hours on 2 cores).",
+              "* fit s: fitting only (peers: inside their process, excluding start-up and sampling). "
+              "peak MB: max RSS of the process that fitted and sampled (a fresh one per row).",
+              ]
     path.write_text("\n".join(lines) + "\n")
 
 

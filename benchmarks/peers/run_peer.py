@@ -21,6 +21,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))  # not `import benchmarks`: Opacus ships a package of that name
 
 
 def main():
@@ -34,7 +35,7 @@ def main():
     ap.add_argument("--aim-rounds", type=int, default=30)
     ap.add_argument("--max-model-size", type=float, default=40.0)
     args = ap.parse_args()
-    from benchmarks.utility import load  # dpsyn's reader and public encoding (pure python + pandas)
+    from utility import load  # dpsyn's reader and public encoding (pure python + pandas)
     from dpsyn.synth.encoding import DiscreteEncoder
 
     schema, train, _, _ = load(args.dataset)

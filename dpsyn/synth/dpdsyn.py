@@ -36,6 +36,7 @@ from dpsyn.privacy import PrivacyAccountant
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpgen import DPGenConfig, _draw, _one_hot, field_weights, fit_ar_net, sample_ar_codes
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
 
 __all__ = ["DPDSyn", "DPDSynConfig"]
 
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 TASK_LABEL = "dpdsyn.task"
 GEN_LABEL = "dpdsyn.generator"
+MARGINALS_LABEL = "dpdsyn.marginals"
 
 
 class DPDSynConfig(DPGenConfig):
@@ -85,7 +87,11 @@ class DPDSyn(Synthesizer):
         remaining_share = cfg.task_share * (1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon)
         sigma_t = accountant.sigma_for_share(max(remaining_share, 1e-6), sample_rate=q_t, steps=steps_t)
         accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
+        z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
         sigma_g = accountant.calibrate(sample_rate=q_g, steps=steps_g, label=GEN_LABEL)
+        self.marginals_ = None if z is None else measure_marginals(
+            codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
+            trust=cfg.marginal_trust)
 
         torch.manual_seed(self.noise_.seed())
         data = torch.from_numpy(codes)
@@ -110,10 +116,17 @@ class DPDSyn(Synthesizer):
                      "max_grad_norm": cfg.task_max_grad_norm, "expected_batch_size": cfg.task_batch_size},
             "generator": {"noise_multiplier": sigma_g, "sample_rate": q_g, "steps": steps_g,
                           "max_grad_norm": cfg.max_grad_norm, "expected_batch_size": cfg.batch_size},
+            "marginals": {"noise_multiplier": z, "sample_rate": 1.0, "steps": 1 if z else 0,
+                          "l2_sensitivity": float(np.sqrt(len(sizes)))},
         }
 
-    @torch.no_grad()
     def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
+        return calibrated_sample(lambda m: self._draw(m, rng), n, self.encoder_.sizes,
+                                 getattr(self, "marginals_", None), factor=self.config.candidate_factor, rng=rng)
+
+    @torch.no_grad()
+    def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Features from the DP generator, then the label from the DP task model."""
         feats = sample_ar_codes(self.net_, n, rng=rng)
         feat_sizes = self.encoder_.sizes[:-1]
         p = torch.softmax(self.task_(_one_hot(torch.from_numpy(feats), feat_sizes)).double(), dim=1).numpy()

@@ -35,10 +35,13 @@ from torch import nn
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
 
 __all__ = ["DPGen", "DPGenConfig"]
 
 logger = logging.getLogger(__name__)
+
+MARGINALS_LABEL = "dpgen.marginals"
 
 
 class DPGenConfig(BaseModel):
@@ -50,6 +53,13 @@ class DPGenConfig(BaseModel):
     lr: float = Field(default=1e-2, gt=0)
     max_grad_norm: float = Field(default=1.0, gt=0, description="Per-sample L2 clip bound C.")
     threads: int | None = Field(default=None, ge=1, description="torch threads; default: all cores.")
+    marginal_share: float = Field(
+        default=0.2, ge=0, lt=1,
+        description="ε share (alone) of one Gaussian release of all one-way marginals, used to rake the sample "
+        "(dpsyn/synth/marginals.py); 0: off.",
+    )
+    marginal_trust: float = Field(default=3.0, gt=0, description="Trust a noisy count above this many noise stds.")
+    candidate_factor: int = Field(default=4, ge=1, le=64, description="Candidates drawn per output row for raking.")
     field_weights: Literal["none", "tier"] = Field(
         default="none",
         description="'tier': weight each column's loss by its tier's clip weight (L2 0.5, L3 0.75, L4 1), so "
@@ -158,7 +168,11 @@ class DPGen(Synthesizer):
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
         q, steps = steps_and_rate(len(codes), batch_size=cfg.batch_size, epochs=cfg.epochs)
+        z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
         sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd")
+        self.marginals_ = None if z is None else measure_marginals(
+            codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
+            trust=cfg.marginal_trust)
         torch.manual_seed(self.noise_.seed())
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
@@ -170,10 +184,12 @@ class DPGen(Synthesizer):
             "steps": steps,
             "max_grad_norm": cfg.max_grad_norm,
             "expected_batch_size": cfg.batch_size,
+            "marginals_noise_multiplier": z,
         }
 
     def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
-        return sample_ar_codes(self.net_, n, rng=rng)
+        return calibrated_sample(lambda m: sample_ar_codes(self.net_, m, rng=rng), n, self.encoder_.sizes,
+                                 getattr(self, "marginals_", None), factor=self.config.candidate_factor, rng=rng)
 
     def __getstate__(self):
         state = self.__dict__.copy()

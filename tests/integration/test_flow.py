@@ -154,3 +154,42 @@ def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_
 def test_work_folder_is_removed(prefect_harness, small_adult, tmp_path, session_home):
     work_root = session_home / "work"
     assert not work_root.exists() or not any(work_root.iterdir())
+
+
+@pytest.mark.parametrize(
+    "scrub, error",
+    [
+        ({"operators": {"PERSON": "shred"}}, "unknown PII operator"),
+        ({"entities": ["PERSON", "SHOE_SIZE"]}, "unknown PII entit"),
+    ],
+)
+def test_bad_scrub_config_stops_the_run_before_anything_is_published(prefect_harness, small_adult, tmp_path,
+                                                                      scrub, error):
+    from pydantic import ValidationError
+
+    from flows.synthesize import synthesize
+
+    out = tmp_path / "out"
+    with pytest.raises((ValueError, ValidationError), match=error):
+        synthesize(_config(small_adult, out, scrub=scrub))
+    assert not out.exists()
+
+
+def test_residual_identifier_stops_the_run(prefect_harness, tmp_path):
+    """A column the schema calls harmless but that holds birth dates: fail closed, publish nothing."""
+    from dpsyn.errors import PIIResidualError
+    from flows.synthesize import synthesize
+
+    data = tmp_path / "d.csv"
+    data.write_text("birth_date,age\n" + "".join(f"19{50 + i % 40}-03-14,{20 + i % 50}\n" for i in range(60)))
+    schema = tmp_path / "s.yaml"
+    schema.write_text(
+        "name: d\ncolumns:\n  - {name: birth_date, kind: datetime, bounds: ['1900-01-01', '2030-01-01']}\n"
+        "  - {name: age, kind: numeric, bounds: [0, 110]}\n"
+    )
+    out = tmp_path / "out"
+    with pytest.raises(PIIResidualError) as e:
+        synthesize(SynthesizeConfig(data=data, table_schema=str(schema), out=out,
+                                    privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 1}))
+    assert "birth_date" in str(e.value) and "1975" not in str(e.value)
+    assert not out.exists()

@@ -16,12 +16,13 @@ def test_both_mechanisms_on_one_accountant_within_budget(adult_sample, adult_sch
     acct.plan("validation.fidelity", noise_multiplier=acct.sigma_for_share(0.2))
     synth = create("dpdsyn", FAST, privacy=PRIV).fit(adult_sample.iloc[:800], adult_schema, accountant=acct)
     labels = [m.label for m in acct.ledger]
-    assert labels == ["dpdsyn.task", "dpdsyn.generator"]
+    assert labels == ["dpdsyn.marginals", "dpdsyn.task", "dpdsyn.generator"]
     # the planned gate is still reserved: spending it too must stay within budget
     acct.record("validation.fidelity", noise_multiplier=acct.planned[0].noise_multiplier, sample_rate=1.0, steps=1)
     assert acct.check() <= 0.8
     t = synth.training_
     assert t["task"]["noise_multiplier"] > 0 and t["generator"]["noise_multiplier"] > 0
+    assert t["marginals"]["noise_multiplier"] > 0 and t["marginals"]["steps"] == 1
 
 
 def test_needs_a_target(adult_sample):

@@ -1,0 +1,120 @@
+"""Noisy one-way marginals and raking: a cheap fidelity fix for DP-SGD generators.
+
+A DP-SGD generator learns every column's distribution through clipped, noised
+gradients shared with everything else it learns, so even a two-valued column
+can come out a few points off (on Adult at ε=1, about 0.03 TVD per column).
+Counting is far cheaper: one Gaussian mechanism releases all one-way marginals
+with noise of a few dozen rows per cell.
+
+Mechanism (fit time; charged to the run's accountant):
+    every column's histogram over its public encoding, plus Gaussian noise of
+    standard deviation ``z·√d`` per cell, where ``d`` is the number of columns.
+    Adding or removing one row changes one cell of each of the ``d``
+    histograms by one, so the L2 sensitivity of the concatenated histograms is
+    ``√d``; this is the Gaussian mechanism with noise multiplier ``z``
+    (sample rate 1, one step), composed with everything else in the run.
+
+Post-processing (sample time; no privacy cost):
+    a cell's target is its noisy count where that count is above
+    ``trust·z·√d`` (the noise is small next to it), else the generator's own
+    estimate, rescaled; candidates drawn from the generator are reweighted by
+    iterative proportional fitting (raking) towards those targets and ``n``
+    rows are drawn by systematic resampling. Only DP outputs (the noisy counts,
+    the DP generator) are used.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+
+__all__ = ["MarginalTargets", "calibrated_sample", "measure_marginals", "plan_marginals", "rake", "systematic_resample"]
+
+
+def plan_marginals(accountant: PrivacyAccountant, share: float, *, label: str) -> float:
+    """Noise multiplier ``z`` for one Gaussian release costing ``share`` of ε alone; planned on ``accountant``."""
+    z = accountant.sigma_for_share(share, sample_rate=1.0, steps=1)
+    accountant.plan(label, noise_multiplier=z, sample_rate=1.0, steps=1)
+    return z
+
+
+class MarginalTargets:
+    """Noisy one-way counts per column (a DP release) and how far to trust them."""
+
+    def __init__(self, noisy: list[np.ndarray], std: float, trust: float):
+        self.noisy = [np.asarray(c, dtype=np.float64) for c in noisy]
+        self.std = float(std)
+        self.trust = float(trust)
+
+    def targets(self, prior: list[np.ndarray]) -> list[np.ndarray]:
+        """Per column, probabilities: trusted noisy cells as measured, the rest shared out as ``prior`` has them."""
+        total = float(np.median([max(c.sum(), 1.0) for c in self.noisy]))  # a noisy n, robust to one bad column
+        out = []
+        for c, p in zip(self.noisy, prior, strict=True):
+            trusted = c > self.trust * self.std
+            t = np.where(trusted, c, 0.0) / total
+            rest = max(0.0, 1.0 - t.sum())
+            p_rest = np.where(trusted, 0.0, p)
+            if p_rest.sum() > 0:
+                t = t + rest * p_rest / p_rest.sum()
+            out.append(t / t.sum() if t.sum() > 0 else p)
+        return out
+
+
+def measure_marginals(
+    codes: np.ndarray, sizes: list[int], *, z: float, noise: NoiseSource, accountant: PrivacyAccountant,
+    label: str, trust: float = 3.0,
+) -> MarginalTargets:
+    """Release every column's histogram with Gaussian noise ``z·√d`` per cell; record it on ``accountant``."""
+    d = len(sizes)
+    std = z * math.sqrt(d)
+    noisy = [np.bincount(codes[:, j], minlength=k).astype(np.float64) + noise.normal_numpy(k, std)
+             for j, k in enumerate(sizes)]
+    accountant.record(label, noise_multiplier=z, sample_rate=1.0, steps=1)
+    return MarginalTargets(noisy, std, trust)
+
+
+def rake(codes: np.ndarray, sizes: list[int], targets: list[np.ndarray], *, iters: int = 20,
+         tol: float = 1e-4, max_weight: float = 20.0) -> np.ndarray:
+    """Weights (mean 1) that make the weighted one-way marginals of ``codes`` match ``targets``.
+
+    Iterative proportional fitting; a cell the candidates never hit keeps its
+    deficit (nothing to reweight). Weights are capped at ``max_weight`` so a few
+    candidates cannot dominate the resample.
+    """
+    n = len(codes)
+    w = np.ones(n)
+    for _ in range(iters):
+        worst = 0.0
+        for j, k in enumerate(sizes):
+            cur = np.bincount(codes[:, j], weights=w, minlength=k) / w.sum()
+            ratio = np.divide(targets[j], cur, out=np.ones(k), where=cur > 0)
+            worst = max(worst, float(0.5 * np.abs(cur - targets[j])[cur > 0].sum()))
+            w *= ratio[codes[:, j]]
+            w = np.minimum(w * n / w.sum(), max_weight)
+        if worst < tol:
+            break
+    return w * n / w.sum()
+
+
+def systematic_resample(weights: np.ndarray, n: int, *, rng: np.random.Generator) -> np.ndarray:
+    """``n`` indices drawn with probability ∝ ``weights`` by systematic resampling, in random order."""
+    order = rng.permutation(len(weights))
+    c = np.cumsum(weights[order])
+    u = (rng.random() + np.arange(n)) * (c[-1] / n)
+    idx = order[np.minimum(np.searchsorted(c, u, side="right"), len(c) - 1)]
+    return idx[rng.permutation(n)]
+
+
+def calibrated_sample(draw, n: int, sizes: list[int], targets: MarginalTargets | None, *, factor: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """``n`` rows of codes: ``draw(m)`` candidates raked to ``targets`` and resampled (``draw(n)`` if none)."""
+    if targets is None or n == 0 or factor <= 1:
+        return draw(n)
+    cand = draw(factor * n)
+    prior = [np.bincount(cand[:, j], minlength=k) / len(cand) for j, k in enumerate(sizes)]
+    w = rake(cand, sizes, targets.targets(prior))
+    return cand[systematic_resample(w, n, rng=rng)]
