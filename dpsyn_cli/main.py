@@ -269,10 +269,12 @@ def _register_commands() -> None:
     from dpsyn_cli.audit_cmds import register as register_audit
     from dpsyn_cli.pii_cmds import register as register_pii
     from dpsyn_cli.schema_cmds import register as register_schema
+    from dpsyn_cli.validate_cmd import register as register_validate
 
     register_pii(app)
     register_schema(app)
     register_audit(app)
+    register_validate(app)
 
 
 _register_commands()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,7 +31,7 @@ from dpsyn.errors import GateFailedError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
 
-__all__ = ["CheckResult", "ValidationConfig", "ValidationReport", "fidelity_statistics", "validate"]
+__all__ = ["CheckResult", "ValidationConfig", "ValidationReport", "fidelity_statistics", "validate", "validate_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,13 @@ class ValidationConfig(BaseModel):
     tvd_threshold: float = Field(default=0.15, gt=0, le=1, description="Max TVD per categorical column.")
     thresholds: dict[str, float] = Field(default_factory=dict, description="Per-column overrides.")
     budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
+    rules: str | None = Field(
+        default="auto",
+        description="Clinical-logic rules (YAML path or shipped name, see dpsyn/validation/rules.py); 'auto': the "
+        "shipped rules named after the schema, if any; null: none.",
+    )
+    rule_tolerance: float | None = Field(
+        default=None, ge=0, le=1, description="Override the rules file's tolerance on violation rates.")
     noise_margin: float = Field(
         default=1.645, ge=0,
         description="Fail a check only if its noisy value exceeds threshold + noise_margin × noise std: a one-sided "
@@ -132,6 +140,19 @@ def fidelity_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSc
     return out
 
 
+def _ruleset(config: ValidationConfig, schema: TableSchema):
+    """The rules the gate applies (None if none)."""
+    from dpsyn.validation.rules import _SHIPPED, load_rules
+
+    if config.rules is None or config.rules == "none":
+        return None
+    if config.rules == "auto":
+        if not (_SHIPPED / f"{schema.name}.yaml").exists():
+            return None
+        return load_rules(schema.name)
+    return load_rules(config.rules)
+
+
 def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig) -> float:
     """Reserve the gate's share of the budget before synthesis; returns its noise multiplier."""
     sigma = accountant.sigma_for_share(config.budget_share)
@@ -156,9 +177,19 @@ def validate(
         sigma = plan_validation(accountant, config)
     stats = fidelity_statistics(real, synth, schema)
     n = len(real)
-    k = max(len(stats), 1)
+    rules = _ruleset(config, schema)
+    rule_real, rule_synth = {}, {}
+    if rules is not None:
+        from dpsyn.validation.rules import violation_counts
+
+        rule_real = {k: v / max(n, 1) for k, v in violation_counts(real, rules, schema).items()}
+        rule_synth = {k: v / max(len(synth), 1) for k, v in violation_counts(synth, rules, schema).items()}
+    # one Gaussian release: every fidelity statistic and every real violation rate moves by ≤ 1/(n−1)
+    k = max(len(stats) + len(rule_real), 1)
     std = sigma * math.sqrt(k) / max(n - 1, 1)
-    noisy = np.array([v for _, _, v in stats]) + noise.normal_numpy(len(stats), std)
+    exact = np.array([v for _, _, v in stats] + list(rule_real.values()))
+    noisy_all = exact + noise.normal_numpy(len(exact), std)
+    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):]
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
     for (column, stat, _), value in zip(stats, noisy, strict=False):
@@ -170,6 +201,52 @@ def validate(
             CheckResult(name=f"{stat}:{column}", column=column, statistic=stat, value=v, threshold=thr, limit=limit,
                         passed=v <= limit)
         )
+    tol = config.rule_tolerance if config.rule_tolerance is not None else (rules.tolerance if rules else 0.0)
+    for check, real_rate in zip(rule_real, noisy_rules, strict=True):
+        thr = max(float(real_rate), 0.0) + tol  # the real rate is known only with noise
+        limit = thr + config.noise_margin * std
+        v = rule_synth[check]
+        report.checks.append(
+            CheckResult(name=check, column=check.removeprefix("rule:"), statistic="rule_violation_rate", value=v,
+                        threshold=thr, limit=limit, passed=v <= limit)
+        )
     logger.info("validation: %d/%d checks passed (noise std %.4f)", len(report.checks) - len(report.failures()),
                 len(report.checks), std)
     return report
+
+
+def validate_files(
+    real: str | Path,
+    synthetic: str | Path,
+    schema: str | TableSchema,
+    config: ValidationConfig | None = None,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    accountant: str = "prv",
+    secure_rng: bool = True,
+) -> tuple[ValidationReport, dict]:
+    """Run the gate on two files: the real one read and masked as its schema declares, the synthetic one
+    as published (``_wm`` and text marks ignored). The real side costs ``epsilon`` (one Gaussian release).
+
+    Returns the report and the accountant's summary.
+    """
+    from dpsyn.io import coerce_to_schema, read_table
+    from dpsyn.lineage import read_any
+    from dpsyn.masking import mask_table
+    from dpsyn.schema import load_schema
+    from dpsyn.synth import default_delta
+    from dpsyn.watermark import WM_COLUMN, strip_text_codes
+
+    schema = schema if isinstance(schema, TableSchema) else load_schema(schema)
+    config = config or ValidationConfig()
+    real_df, _ = mask_table(read_table(real, schema), schema)
+    syn = strip_text_codes(read_any(synthetic).drop(columns=[WM_COLUMN], errors="ignore"))
+    present = schema.model_copy(update={"columns": [c for c in schema.columns if c.name in syn.columns]})
+    syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
+    acct = PrivacyAccountant(epsilon=epsilon, delta=delta or default_delta(len(real_df)), accountant=accountant)
+    # the whole budget goes to the one release: its noise multiplier costs ε alone
+    acct.plan(VALIDATION_LABEL, noise_multiplier=acct.sigma_for_share(0.999))
+    rep = validate(real_df, syn, schema, config, accountant=acct, noise=NoiseSource(secure=secure_rng))
+    acct.check()
+    return rep, acct.summary()

@@ -1,0 +1,74 @@
+"""``dpsyn validate``: the validation gate on a real and a synthetic file.
+
+``dpsyn validate --real PATH --synthetic PATH --schema S [--rules R] [--epsilon E] [--json]``
+reads the real file as its schema declares (and masks it), the synthetic one
+as published, and runs the gate (dpsyn.validation): per-column KS / TVD and
+the clinical-logic rules. The real side is read through one Gaussian release
+that costs ``--epsilon``. Exit 0: every check passed; 1: some failed (each is
+listed); 2: bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["register", "validate"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
+
+
+def validate(
+    real: Annotated[Path, typer.Option("--real", help="The real table (read as the schema declares).")],
+    synthetic: Annotated[Path, typer.Option("--synthetic", help="The synthetic table (CSV or Parquet).")],
+    schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
+    rules: Annotated[
+        str | None, typer.Option("--rules", help="Rules YAML path or shipped name; default: the schema's shipped rules.")
+    ] = None,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="ε spent reading the real file (one Gaussian release).")] = 0.1,
+    delta: Annotated[float | None, typer.Option("--delta", help="δ; default: a power of ten ≤ 1/(10·rows).")] = None,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run the validation gate; exit 1 if any check fails, listing each."""
+    from dpsyn_cli.main import EXIT_CHECK, EXIT_INPUT, _fail, _handle, _set_env_defaults
+
+    _set_env_defaults(verbose)
+    if epsilon <= 0:
+        raise _fail("--epsilon must be > 0", EXIT_INPUT, as_json=as_json)
+    for p, what in ((real, "--real"), (synthetic, "--synthetic")):
+        if not p.is_file():
+            raise _fail(f"{what} file not found: {p}", EXIT_INPUT, as_json=as_json)
+
+    def go():
+        import warnings
+
+        from dpsyn.validation import ValidationConfig, validate_files
+
+        with warnings.catch_warnings():
+            if not verbose:
+                warnings.simplefilter("ignore")
+            cfg = ValidationConfig(rules=rules or "auto")
+            return validate_files(real, synthetic, schema, cfg, epsilon=epsilon, delta=delta)
+
+    rep, privacy = _handle(go, as_json=as_json, verbose=verbose)
+    failed = rep.failures()
+    if as_json:
+        typer.echo(json.dumps({"passed": not failed, "failed": [c.name for c in failed],
+                               "checks": [c.model_dump() for c in rep.checks], "noise_std": rep.noise_std,
+                               "epsilon_spent": privacy["epsilon_spent"], "delta": privacy["delta"]}))
+    else:
+        for c in failed:
+            typer.echo(f"FAIL {c.name}: {c.value:.4f} > {c.limit:.4f} (threshold {c.threshold:.4f})")
+        typer.echo(f"{len(rep.checks) - len(failed)}/{len(rep.checks)} checks passed; "
+                   f"ε spent {privacy['epsilon_spent']:.4f} at δ={privacy['delta']:g} (noise std {rep.noise_std:.4f})")
+    if failed:
+        raise typer.Exit(EXIT_CHECK)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

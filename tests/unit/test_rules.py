@@ -1,0 +1,178 @@
+"""Clinical-logic rules: YAML → Great Expectations suite → violation counts → gate checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsyn.errors import ConfigError, SchemaError
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.schema import parse_schema
+from dpsyn.validation import ValidationConfig, validate
+from dpsyn.validation.rules import RuleSet, compile_suite, expand_icd9, load_rules, violation_counts
+
+SCHEMA = parse_schema("""
+name: clinic
+columns:
+  - {name: gender, kind: categorical, domain: [Female, Male]}
+  - {name: diag_1, kind: categorical, domain: ["174", "185", "250", "650", "V27", "E850"]}
+  - {name: diag_2, kind: categorical, domain: ["174", "185", "250", "650", "V27", "E850"], nullable: true}
+  - {name: stay, kind: numeric, bounds: [0, 30], integer: true}
+  - {name: admit_day, kind: numeric, bounds: [0, 400], integer: true}
+  - {name: discharge_day, kind: numeric, bounds: [0, 400], integer: true}
+""")
+
+RULES = """
+version: 1
+name: clinic-rules
+tolerance: 0.01
+rules:
+  - name: pregnancy_female
+    if: {columns: [diag_1, diag_2], icd9: ["630-679", "V27"]}
+    then: {column: gender, in: [Female]}
+  - name: prostate_male
+    if: {column: diag_1, icd9: ["185"]}
+    then: {column: gender, not_in: [Female]}
+  - name: stay_1_14
+    range: {column: stay, min: 1, max: 14}
+  - name: known_gender
+    allowed: {column: gender, in: [Female, Male]}
+  - name: discharge_after_admit
+    order: {left: discharge_day, op: ">=", right: admit_day}
+"""
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    p = tmp_path_factory.mktemp("rules") / "r.yaml"
+    p.write_text(RULES)
+    return load_rules(p)
+
+
+def _clean(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.choice(["Female", "Male"], n)
+    d1 = np.where(g == "Female", rng.choice(["174", "250", "650", "V27"], n), rng.choice(["185", "250", "E850"], n))
+    admit = rng.integers(0, 300, n)
+    return pd.DataFrame({"gender": g, "diag_1": d1, "diag_2": pd.Series(["250"] * n, dtype="string"),
+                         "stay": rng.integers(1, 15, n).astype(float), "admit_day": admit.astype(float),
+                         "discharge_day": (admit + rng.integers(0, 20, n)).astype(float)})
+
+
+def test_expand_icd9_uses_the_declared_domain():
+    dom = ["1", "174", "175", "185", "630", "679", "680", "V22", "V24", "V25", "V27", "E850"]
+    assert expand_icd9(["630-679"], dom) == ["630", "679"]
+    assert expand_icd9(["V22-V24", "174"], dom) == ["174", "V22", "V24"]
+    assert expand_icd9(["850"], dom) == []  # E850 is not 850
+
+
+def test_clean_table_violates_nothing(rules):
+    counts = violation_counts(_clean(), rules, SCHEMA)
+    assert set(counts) == {"rule:pregnancy_female/diag_1", "rule:pregnancy_female/diag_2", "rule:prostate_male",
+                           "rule:stay_1_14", "rule:known_gender", "rule:discharge_after_admit"}
+    assert sum(counts.values()) == 0
+
+
+def test_each_kind_of_rule_counts_its_violations(rules):
+    df = _clean()
+    preg = df["diag_1"].isin(["650", "V27"])
+    df.loc[preg, "gender"] = "Male"  # pregnancy codes given to males
+    df.loc[:9, "stay"] = 20.0  # out of range
+    df.loc[10:14, "discharge_day"] = df.loc[10:14, "admit_day"] - 1  # discharged before admission
+    df.loc[[15, 16], "diag_1"] = "185"
+    df.loc[[15, 16], "gender"] = "Female"
+    counts = violation_counts(df, rules, SCHEMA)
+    assert counts["rule:pregnancy_female/diag_1"] == int(preg.sum()) > 0
+    assert counts["rule:stay_1_14"] == 10
+    assert counts["rule:discharge_after_admit"] == 5
+    assert counts["rule:prostate_male"] == 2
+    assert counts["rule:pregnancy_female/diag_2"] == 0 and counts["rule:known_gender"] == 0
+
+
+def test_missing_values_violate_nothing(rules):
+    df = _clean()
+    df["diag_2"] = pd.Series([pd.NA] * len(df), dtype="string")
+    df.loc[:4, "stay"] = np.nan
+    assert sum(violation_counts(df, rules, SCHEMA).values()) == 0
+
+
+def test_compiled_suite_is_great_expectations(rules):
+    suite = compile_suite(rules, SCHEMA)
+    types = sorted(e.expectation_type for e in suite.expectations)
+    assert types == ["expect_column_pair_values_a_to_be_greater_than_b", "expect_column_values_to_be_between",
+                     "expect_column_values_to_be_in_set", "expect_column_values_to_be_in_set",
+                     "expect_column_values_to_be_in_set", "expect_column_values_to_not_be_in_set"]
+    conditional = [e for e in suite.expectations if e.row_condition is not None]
+    assert len(conditional) == 3
+
+
+@pytest.mark.parametrize(
+    "text, error, match",
+    [
+        ("version: 1\nname: x\nrules: []\n", ConfigError, "rules"),
+        ("version: 1\nname: x\nrules:\n  - {name: a, range: {column: stay}, allowed: {column: gender, in: [M]}}\n",
+         ConfigError, "exactly one"),
+        ("version: 1\nname: x\nrules:\n  - {name: a, if: {column: diag_1, icd9: ['6x0']}, then: {column: gender, in: [F]}}\n",
+         ConfigError, "ICD-9"),
+        ("version: 1\nname: x\nrules:\n  - {name: a, if: {column: diag_1, in: ['250']}}\n", ConfigError, "both"),
+        ("version: 1\nname: x\nrules:\n  - {name: a, range: {column: shoe_size, min: 1}}\n", SchemaError, "shoe_size"),
+        ("version: 1\nname: x\nrules:\n  - {name: a, range: {column: stay, min: 1}}\n  - {name: a, range: {column: stay}}\n",
+         ConfigError, "unique"),
+        ("{not yaml", ConfigError, "YAML"),
+    ],
+)
+def test_bad_rules_are_refused_clearly(tmp_path, text, error, match):
+    p = tmp_path / "bad.yaml"
+    p.write_text(text)
+    with pytest.raises(error, match=match):
+        violation_counts(_clean(20), load_rules(p), SCHEMA)
+
+
+def test_unknown_rules_file_lists_the_shipped_ones():
+    with pytest.raises(ConfigError, match="diabetes130"):
+        load_rules("no-such-rules")
+
+
+def test_shipped_diabetes_rules_fit_the_shipped_schema():
+    from dpsyn.schema import load_schema
+
+    rs = load_rules("diabetes130")
+    rs.check_against(load_schema("diabetes130"))
+    names = {r.name for r in rs.rules}
+    assert {"pregnancy_only_female", "female_genital_only_female", "female_breast_cancer_only_female",
+            "male_genital_only_male", "prostate_cancer_only_male", "time_in_hospital_1_14"} <= names
+    assert isinstance(rs, RuleSet) and rs.tolerance == 0.005
+
+
+def _gate(real, synth, rules_path, seed=0):
+    acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    cfg = ValidationConfig(rules=str(rules_path), ks_threshold=0.3, tvd_threshold=0.3)
+    rep = validate(real, synth, SCHEMA, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=seed))
+    return rep, acct
+
+
+def test_gate_fails_the_violated_rule_and_charges_one_release(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text(RULES)
+    real = _clean(2000, seed=1)
+    good = _clean(2000, seed=2)
+    rep, acct = _gate(real, good, p)
+    assert rep.is_valid(), [c.name for c in rep.failures()]
+    assert [m.label for m in acct.ledger] == ["validation.fidelity"]
+    # 6 fidelity statistics and 6 rule rates in one Gaussian release: std = σ·√12/(n−1)
+    sigma = acct.ledger[0].noise_multiplier
+    assert rep.noise_std == pytest.approx(sigma * np.sqrt(12) / 1999)
+    bad = good.copy()
+    bad.loc[bad["diag_1"].isin(["650", "V27"]), "gender"] = "Male"
+    rep, _ = _gate(real, bad, p)
+    assert "rule:pregnancy_female/diag_1" in [c.name for c in rep.failures()]
+    assert all(c.name.startswith(("rule:pregnancy", "tvd:")) for c in rep.failures())
+
+
+def test_no_rules_when_none_are_shipped_for_the_schema():
+    rep, _ = _gate(_clean(300), _clean(300, seed=3), "none")
+    assert not any(c.statistic == "rule_violation_rate" for c in rep.checks)
+    rep = validate(_clean(300), _clean(300, seed=3), SCHEMA, ValidationConfig(),  # auto: no clinic.yaml shipped
+                   accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0))
+    assert not any(c.statistic == "rule_violation_rate" for c in rep.checks)
