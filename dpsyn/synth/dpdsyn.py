@@ -34,7 +34,15 @@ from torch import nn
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.synth.base import Synthesizer
-from dpsyn.synth.dpgen import DPGenConfig, _draw, _one_hot, field_weights, fit_ar_net, sample_ar_codes
+from dpsyn.synth.dpgen import (
+    DPGenConfig,
+    _draw,
+    _one_hot,
+    ar_log_likelihood,
+    field_weights,
+    fit_ar_net,
+    sample_ar_codes,
+)
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
 
@@ -132,3 +140,12 @@ class DPDSyn(Synthesizer):
         p = torch.softmax(self.task_(_one_hot(torch.from_numpy(feats), feat_sizes)).double(), dim=1).numpy()
         y = _draw(p, rng)
         return np.concatenate([feats, y[:, None]], axis=1)
+
+    @torch.no_grad()
+    def log_likelihood(self, df) -> np.ndarray:
+        """log p(x) under the feature generator + log p(y | x) under the task model (white-box audit score)."""
+        codes = self.encoder_.encode(df)
+        feat_sizes = self.encoder_.sizes[:-1]
+        x = torch.from_numpy(codes[:, :-1])
+        py = torch.log_softmax(self.task_(_one_hot(x, feat_sizes)).double(), dim=1).numpy()
+        return ar_log_likelihood(self.net_, codes[:, :-1]) + py[np.arange(len(codes)), codes[:, -1]]

@@ -43,7 +43,17 @@ class ValidationConfig(BaseModel):
 
     ks_threshold: float = Field(default=0.15, gt=0, le=1, description="Max KS statistic per numeric column.")
     tvd_threshold: float = Field(default=0.15, gt=0, le=1, description="Max TVD per categorical column.")
-    thresholds: dict[str, float] = Field(default_factory=dict, description="Per-column overrides.")
+    thresholds: dict[str, float] = Field(
+        default_factory=dict, description="Per-column overrides (a column's also applies to its pairs; 'a/b': one pair)."
+    )
+    pair_tvd_threshold: float = Field(
+        default=0.15, gt=0, le=1,
+        description="Max TVD between real and synthetic joint distributions of a column pair (public encoding); "
+        "catches broken associations, e.g. a column shuffled against the rest.",
+    )
+    pair_max_cells: int = Field(
+        default=400, ge=0, description="Check only pairs whose joint public domain has at most this many cells; 0: no pairs."
+    )
     budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
     rules: str | None = Field(
         default="auto",
@@ -127,6 +137,33 @@ def _numeric(s: pd.Series, col) -> np.ndarray:
     return np.where(np.isnan(x), hi + 1.0, x)  # missing sorts after every number
 
 
+def pair_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSchema, *,
+                    max_cells: int) -> list[tuple[str, str, float]]:
+    """("a/b", "tvd2", exact value): TVD of each small column pair's joint distribution over the public encoding.
+
+    Like a one-way TVD, adding or removing a real row moves it by at most 1/(n−1).
+    """
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    if max_cells <= 0:
+        return []
+    names = [c.name for c in schema.synthesizable_columns() if c.name in real.columns and c.name in synth.columns]
+    enc = DiscreteEncoder(schema, columns=names)
+    a, b = enc.encode(real[enc.names]), enc.encode(synth[enc.names])
+    out = []
+    for i in range(len(enc.sizes)):
+        for j in range(i + 1, len(enc.sizes)):
+            cells = enc.sizes[i] * enc.sizes[j]
+            if cells > max_cells:
+                continue
+            ia = a[:, i] * enc.sizes[j] + a[:, j]
+            ib = b[:, i] * enc.sizes[j] + b[:, j]
+            pa = np.bincount(ia, minlength=cells) / max(len(a), 1)
+            pb = np.bincount(ib, minlength=cells) / max(len(b), 1)
+            out.append((f"{enc.names[i]}/{enc.names[j]}", "tvd2", float(0.5 * np.abs(pa - pb).sum())))
+    return out
+
+
 def fidelity_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSchema) -> list[tuple[str, str, float]]:
     """(column, statistic, exact value) for each modelled column. Exact values are private: noise them."""
     out = []
@@ -175,7 +212,8 @@ def validate(
     sigma = planned[VALIDATION_LABEL].noise_multiplier if VALIDATION_LABEL in planned else None
     if sigma is None:
         sigma = plan_validation(accountant, config)
-    stats = fidelity_statistics(real, synth, schema)
+    stats = fidelity_statistics(real, synth, schema) + pair_statistics(real, synth, schema,
+                                                                         max_cells=config.pair_max_cells)
     n = len(real)
     rules = _ruleset(config, schema)
     rule_real, rule_synth = {}, {}
@@ -193,7 +231,9 @@ def validate(
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
     for (column, stat, _), value in zip(stats, noisy, strict=False):
-        default = config.tvd_threshold if stat == "tvd" else config.ks_threshold
+        default = {"tvd": config.tvd_threshold, "tvd2": config.pair_tvd_threshold}.get(stat, config.ks_threshold)
+        if stat == "tvd2":  # a loosened column loosens its pairs too, unless the pair has its own threshold
+            default = max([default, *(config.thresholds[c] for c in column.split("/") if c in config.thresholds)])
         thr = config.thresholds.get(column, default)
         limit = thr + config.noise_margin * std
         v = float(value)

@@ -20,9 +20,9 @@ either ``in`` (values), ``not_in`` or ``icd9`` (code ranges such as
 ``"630-679"``, ``"174"``, ``"V22-V24"``, expanded against the column's
 declared domain, so a rule never depends on which codes happen to occur).
 
-Each rule becomes one expectation per ``if`` column (a ``then`` column is
-checked under a row condition on that column), so every expectation has one
-violation count. Missing values violate nothing (Great Expectations' default).
+Each rule becomes one expectation (a conditional one checks its ``then``
+column under a row condition that ORs its ``if`` columns), so every rule has
+one violation count: the rows that break it. Missing values violate nothing (Great Expectations' default).
 Only counts leave :func:`violation_counts`: the result format asks for no
 unexpected values, which GE would otherwise echo (a PII leak if stored).
 """
@@ -240,19 +240,21 @@ def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
         else:
             (then_col,) = r.then.names
             mode, allowed = _values(r.then, then_col, schema)
-            for c in r.if_.names:
+            cond = None
+            for c in r.if_.names:  # any of the 'if' columns: one OR row condition
                 imode, codes = _values(r.if_, c, schema)
                 if imode != "in":
                     raise ConfigError(f"rule {r.name}: an 'if' condition takes in or icd9, not not_in")
                 if not codes:
                     logger.warning("rule %s: no value of %s's domain matches its 'if' condition", r.name, c)
                     continue
-                cond = Column(c).is_in(codes)
-                cls = gx.expectations.ExpectColumnValuesToBeInSet if mode == "in" else \
-                    gx.expectations.ExpectColumnValuesToNotBeInSet
-                check = f"rule:{r.name}" if len(r.if_.names) == 1 else f"rule:{r.name}/{c}"
-                out.append(_Compiled(check=check, rule=r.name,
-                                     expectation=cls(column=then_col, value_set=allowed, row_condition=cond)))
+                cond = Column(c).is_in(codes) if cond is None else cond | Column(c).is_in(codes)
+            if cond is None:
+                continue
+            cls = gx.expectations.ExpectColumnValuesToBeInSet if mode == "in" else \
+                gx.expectations.ExpectColumnValuesToNotBeInSet
+            out.append(_Compiled(check=f"rule:{r.name}", rule=r.name,
+                                 expectation=cls(column=then_col, value_set=allowed, row_condition=cond)))
     return out
 
 

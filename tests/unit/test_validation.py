@@ -156,12 +156,16 @@ def test_validate_charges_one_mechanism(identical_run):
     assert spent == pytest.approx(ValidationConfig().budget_share, rel=0.05)  # the default budget share
 
 
-def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample):
+def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, adult_schema):
     acct, report = identical_run
     sigma = acct.ledger[0].noise_multiplier
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    sizes = DiscreteEncoder(adult_schema).sizes
+    pairs = sum(a * b <= ValidationConfig().pair_max_cells for i, a in enumerate(sizes) for b in sizes[i + 1:])
     k = len(report.checks)
     n = len(adult_sample)
-    assert k == 15 and report.n_real == n and report.n_synthetic == n
+    assert 50 < pairs < 105 and k == 15 + pairs and report.n_real == n and report.n_synthetic == n
     assert report.noise_std == pytest.approx(sigma * math.sqrt(k) / (n - 1), rel=1e-12)
 
 
@@ -186,12 +190,15 @@ def test_corrupted_copy_fails_naming_the_checks(adult_sample, adult_schema):
     bad["relationship"] = "Husband"
     report = validate(adult_sample, bad, adult_schema, accountant=_accountant("rdp"), noise=_noise(1))
     assert not report.is_valid()
-    assert {c.name for c in report.failures()} == {"ks:age", "tvd:relationship"}
+    failed = {c.name for c in report.failures()}
+    assert {"ks:age", "tvd:relationship"} <= failed
+    # every other failure is a pair check involving a corrupted column
+    assert all(f.startswith("tvd2:") and ("age" in f or "relationship" in f) for f in failed - {"ks:age", "tvd:relationship"})
     with pytest.raises(GateFailedError) as info:
         report.raise_if_failed()
     msg = str(info.value)
-    assert "ks:age" in msg and "tvd:relationship" in msg and "2 of 15" in msg
-    assert sorted(info.value.failures) == ["ks:age", "tvd:relationship"]
+    assert "ks:age" in msg and "tvd:relationship" in msg and f"{len(failed)} of {len(report.checks)}" in msg
+    assert sorted(info.value.failures) == sorted(failed)
     assert info.value.exit_code == 1
 
 
@@ -213,7 +220,9 @@ def test_validate_uses_the_planned_sigma(small_schema):
     report = validate(real, synth, small_schema, accountant=acct, noise=_noise())
     assert acct.planned == []
     assert [(m.label, m.noise_multiplier) for m in acct.ledger] == [(VALIDATION_LABEL, sigma)]
-    assert report.noise_std == pytest.approx(sigma * math.sqrt(3) / 49)
+    k = len(report.checks)  # 3 columns and their 3 pairs
+    assert k == 6 and sum(c.statistic == "tvd2" for c in report.checks) == 3
+    assert report.noise_std == pytest.approx(sigma * math.sqrt(k) / 49)
     assert acct.check() <= 1.0
 
 
@@ -275,3 +284,14 @@ def test_seeded_source_reproduces_and_warns():
     assert not np.array_equal(x, z)
     np.testing.assert_array_equal(a.uniform(10), b.uniform(10))
     assert a.seed() == b.seed()
+
+
+def test_a_column_shuffled_against_the_rest_fails_a_pair_check(adult_sample, adult_schema):
+    """Shuffling keeps every one-way marginal; only the pair checks can see it."""
+    rng = np.random.default_rng(0)
+    bad = adult_sample.copy()
+    bad["relationship"] = bad["relationship"].to_numpy()[rng.permutation(len(bad))]
+    report = validate(adult_sample, bad, adult_schema, accountant=_accountant(), noise=_noise(2))
+    failed = {c.name for c in report.failures()}
+    assert failed and all(f.startswith("tvd2:") and "relationship" in f for f in failed)
+    assert "tvd2:relationship/sex" in failed  # husbands are men
