@@ -220,7 +220,7 @@ def _values(cond: Condition, column: str, schema: TableSchema) -> tuple[str, lis
 
 def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
     import great_expectations as gx
-    from great_expectations.expectations.row_conditions import Column
+    from great_expectations.expectations.row_conditions import Column, OrCondition
 
     rules.check_against(schema)
     out = []
@@ -240,17 +240,18 @@ def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
         else:
             (then_col,) = r.then.names
             mode, allowed = _values(r.then, then_col, schema)
-            cond = None
-            for c in r.if_.names:  # any of the 'if' columns: one OR row condition
+            parts = []
+            for c in r.if_.names:  # any of the 'if' columns: one flat OR row condition
                 imode, codes = _values(r.if_, c, schema)
                 if imode != "in":
                     raise ConfigError(f"rule {r.name}: an 'if' condition takes in or icd9, not not_in")
                 if not codes:
                     logger.warning("rule %s: no value of %s's domain matches its 'if' condition", r.name, c)
                     continue
-                cond = Column(c).is_in(codes) if cond is None else cond | Column(c).is_in(codes)
-            if cond is None:
+                parts.append(Column(c).is_in(codes))
+            if not parts:
                 continue
+            cond = parts[0] if len(parts) == 1 else OrCondition(conditions=parts)
             cls = gx.expectations.ExpectColumnValuesToBeInSet if mode == "in" else \
                 gx.expectations.ExpectColumnValuesToNotBeInSet
             out.append(_Compiled(check=f"rule:{r.name}", rule=r.name,

@@ -18,6 +18,7 @@ columns:
   - {name: gender, kind: categorical, domain: [Female, Male]}
   - {name: diag_1, kind: categorical, domain: ["174", "185", "250", "650", "V27", "E850"]}
   - {name: diag_2, kind: categorical, domain: ["174", "185", "250", "650", "V27", "E850"], nullable: true}
+  - {name: diag_3, kind: categorical, domain: ["174", "185", "250", "650", "V27", "E850"], nullable: true}
   - {name: stay, kind: numeric, bounds: [0, 30], integer: true}
   - {name: admit_day, kind: numeric, bounds: [0, 400], integer: true}
   - {name: discharge_day, kind: numeric, bounds: [0, 400], integer: true}
@@ -29,7 +30,7 @@ name: clinic-rules
 tolerance: 0.01
 rules:
   - name: pregnancy_female
-    if: {columns: [diag_1, diag_2], icd9: ["630-679", "V27"]}
+    if: {columns: [diag_1, diag_2, diag_3], icd9: ["630-679", "V27"]}
     then: {column: gender, in: [Female]}
   - name: prostate_male
     if: {column: diag_1, icd9: ["185"]}
@@ -56,6 +57,7 @@ def _clean(n=400, seed=0):
     d1 = np.where(g == "Female", rng.choice(["174", "250", "650", "V27"], n), rng.choice(["185", "250", "E850"], n))
     admit = rng.integers(0, 300, n)
     return pd.DataFrame({"gender": g, "diag_1": d1, "diag_2": pd.Series(["250"] * n, dtype="string"),
+                         "diag_3": pd.Series(["E850"] * n, dtype="string"),
                          "stay": rng.integers(1, 15, n).astype(float), "admit_day": admit.astype(float),
                          "discharge_day": (admit + rng.integers(0, 20, n)).astype(float)})
 
@@ -78,7 +80,7 @@ def test_each_kind_of_rule_counts_its_violations(rules):
     df = _clean()
     preg = df["diag_1"].isin(["650", "V27"])
     df.loc[preg, "gender"] = "Male"  # pregnancy codes given to males
-    df.loc[[20, 21], "diag_2"] = "650"  # and two more through the second diagnosis
+    df.loc[[20, 21], "diag_3"] = "650"  # and two more through the third diagnosis
     df.loc[[20, 21], "diag_1"] = "250"
     df.loc[[20, 21], "gender"] = "Male"
     df.loc[:9, "stay"] = 20.0  # out of range
@@ -86,7 +88,7 @@ def test_each_kind_of_rule_counts_its_violations(rules):
     df.loc[[15, 16], "diag_1"] = "185"
     df.loc[[15, 16], "gender"] = "Female"
     counts = violation_counts(df, rules, SCHEMA)
-    preg2 = df["diag_1"].isin(["650", "V27"]) | df["diag_2"].isin(["650", "V27"])
+    preg2 = df["diag_1"].isin(["650", "V27"]) | df["diag_3"].isin(["650", "V27"])
     assert counts["rule:pregnancy_female"] == int((preg2 & (df["gender"] != "Female")).sum()) > 2
     assert counts["rule:stay_1_14"] == 10
     assert counts["rule:discharge_after_admit"] == 5
@@ -164,9 +166,9 @@ def test_gate_fails_the_violated_rule_and_charges_one_release(tmp_path):
     rep, acct = _gate(real, good, p)
     assert rep.is_valid(), [c.name for c in rep.failures()]
     assert [m.label for m in acct.ledger] == ["validation.fidelity"]
-    # 6 fidelity statistics and 5 rule rates in one Gaussian release: std = σ·√11/(n−1)
+    # 7 fidelity statistics and 5 rule rates in one Gaussian release: std = σ·√12/(n−1)
     sigma = acct.ledger[0].noise_multiplier
-    assert rep.noise_std == pytest.approx(sigma * np.sqrt(11) / 1999)
+    assert rep.noise_std == pytest.approx(sigma * np.sqrt(12) / 1999)
     bad = good.copy()
     bad.loc[bad["diag_1"].isin(["650", "V27"]), "gender"] = "Male"
     rep, _ = _gate(real, bad, p)
