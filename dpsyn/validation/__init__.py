@@ -51,6 +51,11 @@ class ValidationConfig(BaseModel):
         description="Max TVD between real and synthetic joint distributions of a column pair (public encoding); "
         "catches broken associations, e.g. a column shuffled against the rest.",
     )
+    pair_weight: float = Field(
+        default=1.0, gt=0,
+        description="Total squared weight of all pair statistics relative to the one-way ones in the gate's one "
+        "Gaussian release (their noise is spread accordingly).",
+    )
     pair_max_cells: int = Field(
         default=400, ge=0, description="Check only pairs whose joint public domain has at most this many cells; 0: no pairs."
     )
@@ -76,6 +81,7 @@ class CheckResult(BaseModel):
     value: float  # noisy (DP) value
     threshold: float
     limit: float = 0.0  # threshold + noise margin: the value the noisy statistic is compared with
+    noise_std: float = 0.0  # std of the DP noise on this statistic (on the real side for rules)
     passed: bool
 
 
@@ -83,7 +89,7 @@ class ValidationReport(BaseModel):
     """Every check of the gate, with its verdict. Holds DP statistics only, never values."""
 
     checks: list[CheckResult] = Field(default_factory=list)
-    noise_std: float = 0.0
+    noise_std: float = 0.0  # noise std of a one-way statistic (pairs: see each check's noise_std)
     n_real: int = 0
     n_synthetic: int = 0
 
@@ -222,33 +228,41 @@ def validate(
 
         rule_real = {k: v / max(n, 1) for k, v in violation_counts(real, rules, schema).items()}
         rule_synth = {k: v / max(len(synth), 1) for k, v in violation_counts(synth, rules, schema).items()}
-    # one Gaussian release: every fidelity statistic and every real violation rate moves by ≤ 1/(n−1)
-    k = max(len(stats) + len(rule_real), 1)
-    std = sigma * math.sqrt(k) / max(n - 1, 1)
+    # One Gaussian release of the weighted vector (w_i · stat_i): each statistic moves by ≤ 1/(n−1), so the
+    # L2 sensitivity is √(Σ w_i²)/(n−1) and statistic i gets noise std σ·√(Σ w²)/(n−1)/w_i. Pairs share
+    # `pair_weight` times the one-way statistics' total squared weight, so many pairs cannot drown the rest.
+    n_pairs = sum(1 for _, st, _ in stats if st == "tvd2")
+    n_single = max(len(stats) - n_pairs, 1)
+    w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
+    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [1.0] * len(rule_real))
+    base = sigma * math.sqrt(float(np.sum(w**2)) or 1.0) / max(n - 1, 1)
+    stds = base / w
     exact = np.array([v for _, _, v in stats] + list(rule_real.values()))
-    noisy_all = exact + noise.normal_numpy(len(exact), std)
+    noisy_all = exact + noise.normal_numpy(len(exact), 1.0) * stds
     noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):]
+    std_stats, std_rules = stds[: len(stats)], stds[len(stats):]
+    std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
-    for (column, stat, _), value in zip(stats, noisy, strict=False):
+    for (column, stat, _), value, sd in zip(stats, noisy, std_stats, strict=True):
         default = {"tvd": config.tvd_threshold, "tvd2": config.pair_tvd_threshold}.get(stat, config.ks_threshold)
         if stat == "tvd2":  # a loosened column loosens its pairs too, unless the pair has its own threshold
             default = max([default, *(config.thresholds[c] for c in column.split("/") if c in config.thresholds)])
         thr = config.thresholds.get(column, default)
-        limit = thr + config.noise_margin * std
+        limit = thr + config.noise_margin * float(sd)
         v = float(value)
         report.checks.append(
             CheckResult(name=f"{stat}:{column}", column=column, statistic=stat, value=v, threshold=thr, limit=limit,
-                        passed=v <= limit)
+                        noise_std=float(sd), passed=v <= limit)
         )
     tol = config.rule_tolerance if config.rule_tolerance is not None else (rules.tolerance if rules else 0.0)
-    for check, real_rate in zip(rule_real, noisy_rules, strict=True):
+    for check, real_rate, sd in zip(rule_real, noisy_rules, std_rules, strict=True):
         thr = max(float(real_rate), 0.0) + tol  # the real rate is known only with noise
-        limit = thr + config.noise_margin * std
+        limit = thr + config.noise_margin * float(sd)
         v = rule_synth[check]
         report.checks.append(
             CheckResult(name=check, column=check.removeprefix("rule:"), statistic="rule_violation_rate", value=v,
-                        threshold=thr, limit=limit, passed=v <= limit)
+                        threshold=thr, limit=limit, noise_std=float(sd), passed=v <= limit)
         )
     logger.info("validation: %d/%d checks passed (noise std %.4f)", len(report.checks) - len(report.failures()),
                 len(report.checks), std)

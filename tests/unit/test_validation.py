@@ -166,14 +166,19 @@ def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, a
     k = len(report.checks)
     n = len(adult_sample)
     assert 50 < pairs < 105 and k == 15 + pairs and report.n_real == n and report.n_synthetic == n
-    assert report.noise_std == pytest.approx(sigma * math.sqrt(k) / (n - 1), rel=1e-12)
+    # the pairs together weigh as much as the 15 one-way statistics: Σw² = 15 + 15
+    assert report.noise_std == pytest.approx(sigma * math.sqrt(30) / (n - 1), rel=1e-12)
+    one_way = [c for c in report.checks if c.statistic != "tvd2"]
+    assert all(c.noise_std == pytest.approx(report.noise_std) for c in one_way)
+    pair = next(c for c in report.checks if c.statistic == "tvd2")
+    assert pair.noise_std == pytest.approx(report.noise_std * math.sqrt(pairs / 15))
 
 
 def test_reported_values_are_noisy(identical_run):
     _, report = identical_run
     values = np.array([c.value for c in report.checks])
     assert np.all(values != 0.0)  # the exact statistics are all 0: only noisy values are kept
-    assert np.all(np.abs(values) < 6 * report.noise_std)
+    assert np.all(np.abs(values) < 6 * np.array([c.noise_std for c in report.checks]))
 
 
 def test_identical_copy_passes(identical_run):
