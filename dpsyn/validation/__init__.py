@@ -222,12 +222,18 @@ def validate(
                                                                          max_cells=config.pair_max_cells)
     n = len(real)
     rules = _ruleset(config, schema)
-    rule_real, rule_synth = {}, {}
+    rule_real, rule_synth, conditional = {}, {}, set()
     if rules is not None:
-        from dpsyn.validation.rules import violation_counts
+        from dpsyn.validation.rules import conditional_checks, rule_counts
 
-        rule_real = {k: v / max(n, 1) for k, v in violation_counts(real, rules, schema).items()}
-        rule_synth = {k: v / max(len(synth), 1) for k, v in violation_counts(synth, rules, schema).items()}
+        conditional = conditional_checks(rules)
+        for check, (v, m) in rule_counts(real, rules, schema).items():
+            rule_real[check] = v / max(n, 1)  # released: violation rate
+            if check in conditional:
+                rule_real[check + "#applies"] = m / max(n, 1)  # released: share of rows the rule applies to
+        rule_counts_synth = rule_counts(synth, rules, schema)
+        for check, (v, m) in rule_counts_synth.items():
+            rule_synth[check] = (v / m if m else 0.0) if check in conditional else v / max(len(synth), 1)
     # One Gaussian release of the weighted vector (w_i · stat_i): each statistic moves by ≤ 1/(n−1), so the
     # L2 sensitivity is √(Σ w_i²)/(n−1) and statistic i gets noise std σ·√(Σ w²)/(n−1)/w_i. Pairs share
     # `pair_weight` times the one-way statistics' total squared weight, so many pairs cannot drown the rest.
@@ -256,13 +262,27 @@ def validate(
                         noise_std=float(sd), passed=v <= limit)
         )
     tol = config.rule_tolerance if config.rule_tolerance is not None else (rules.tolerance if rules else 0.0)
-    for check, real_rate, sd in zip(rule_real, noisy_rules, std_rules, strict=True):
-        thr = max(float(real_rate), 0.0) + tol  # the real rate is known only with noise
-        limit = thr + config.noise_margin * float(sd)
+    released = dict(zip(rule_real, zip(noisy_rules, std_rules, strict=True), strict=True))
+    for check in rule_synth:
+        real_rate, sd = released[check]
+        real_rate, sd = float(real_rate), float(sd)
+        applies = released.get(check + "#applies")
+        if applies is not None and applies[0] > 3 * applies[1]:
+            # judged on the rows the condition selects: noisy violations / noisy applicable rows
+            share = float(applies[0])
+            real_rate, sd = min(max(real_rate, 0.0) / share, 1.0), sd * math.sqrt(2) / share
+            stat = "rule_conditional_violation_rate"
+        else:  # too few applicable real rows to estimate a conditional rate: compare shares of all rows
+            stat = "rule_violation_rate"
+            if check in conditional:
+                v, m = rule_counts_synth[check]
+                rule_synth[check] = v / max(len(synth), 1)
+        thr = max(real_rate, 0.0) + tol  # the real rate is known only with noise
+        limit = thr + config.noise_margin * sd
         v = rule_synth[check]
         report.checks.append(
-            CheckResult(name=check, column=check.removeprefix("rule:"), statistic="rule_violation_rate", value=v,
-                        threshold=thr, limit=limit, noise_std=float(sd), passed=v <= limit)
+            CheckResult(name=check, column=check.removeprefix("rule:"), statistic=stat, value=v,
+                        threshold=thr, limit=limit, noise_std=sd, passed=v <= limit)
         )
     logger.info("validation: %d/%d checks passed (noise std %.4f)", len(report.checks) - len(report.failures()),
                 len(report.checks), std)

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dpsyn.errors import ConfigError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
-__all__ = ["Rule", "RuleSet", "compile_suite", "load_rules", "violation_counts"]
+__all__ = ["Rule", "RuleSet", "compile_suite", "conditional_checks", "load_rules", "rule_counts", "violation_counts"]
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +309,12 @@ _RUNNER: _Runner | None = None
 
 def violation_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[str, int]:
     """Per check, the number of rows of ``df`` that violate it (computed by Great Expectations)."""
+    return {k: v for k, (v, _) in rule_counts(df, rules, schema).items()}
+
+
+def rule_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[str, tuple[int, int]]:
+    """Per check, (rows that violate it, rows it applies to): for if/then rules the rows meeting the
+    condition with a non-missing ``then`` value; otherwise the rows with non-missing values."""
     global _RUNNER
     _RUNNER = _RUNNER or _Runner()
     frame = df.copy()
@@ -324,5 +330,12 @@ def violation_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> d
         if r.exception_info and r.exception_info.get("raised_exception"):
             raise ConfigError(f"rule check {check} could not run: Great Expectations raised an error "
                               "(check the rule's columns and their kinds)")
-        counts[check] = int(r.result.get("unexpected_count") or 0)
+        res = r.result
+        counts[check] = (int(res.get("unexpected_count") or 0),
+                         int(res.get("element_count") or 0) - int(res.get("missing_count") or 0))
     return counts
+
+
+def conditional_checks(rules: RuleSet) -> set[str]:
+    """Check names of the if/then rules (judged on the rows their condition selects)."""
+    return {f"rule:{r.name}" for r in rules.rules if r.if_ is not None}

@@ -166,13 +166,18 @@ def test_gate_fails_the_violated_rule_and_charges_one_release(tmp_path):
     rep, acct = _gate(real, good, p)
     assert rep.is_valid(), [c.name for c in rep.failures()]
     assert [m.label for m in acct.ledger] == ["validation.fidelity"]
-    # 7 fidelity statistics and 5 rule rates in one Gaussian release: std = σ·√12/(n−1)
+    # 7 fidelity statistics, 5 violation rates and the applicable shares of the 2 if/then rules in one
+    # Gaussian release: std = σ·√14/(n−1)
     sigma = acct.ledger[0].noise_multiplier
-    assert rep.noise_std == pytest.approx(sigma * np.sqrt(12) / 1999)
+    assert rep.noise_std == pytest.approx(sigma * np.sqrt(14) / 1999)
+    preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
+    assert preg.statistic == "rule_conditional_violation_rate" and preg.value == 0.0
     bad = good.copy()
     bad.loc[bad["diag_1"].isin(["650", "V27"]), "gender"] = "Male"
     rep, _ = _gate(real, bad, p)
     assert "rule:pregnancy_female" in [c.name for c in rep.failures()]
+    preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
+    assert preg.value == 1.0  # every synthetic pregnancy row is male
     assert all(c.name.startswith(("rule:pregnancy", "tvd:")) for c in rep.failures())
 
 
@@ -182,3 +187,16 @@ def test_no_rules_when_none_are_shipped_for_the_schema():
     rep = validate(_clean(300), _clean(300, seed=3), SCHEMA, ValidationConfig(),  # auto: no clinic.yaml shipped
                    accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0))
     assert not any(c.statistic == "rule_violation_rate" for c in rep.checks)
+
+
+def test_rare_condition_falls_back_to_the_share_of_all_rows(tmp_path):
+    """Too few real rows meet the condition to estimate a conditional rate under DP noise."""
+    p = tmp_path / "r.yaml"
+    p.write_text(RULES)
+    real = _clean(300, seed=1)
+    real.loc[real["diag_1"] == "185", "diag_1"] = "250"
+    real.loc[:1, "diag_1"] = "185"  # two prostate rows, both male
+    real.loc[:1, "gender"] = "Male"
+    rep, _ = _gate(real, _clean(300, seed=2), p)
+    prost = next(c for c in rep.checks if c.name == "rule:prostate_male")
+    assert prost.statistic == "rule_violation_rate"
