@@ -56,6 +56,11 @@ class ValidationConfig(BaseModel):
         description="Total squared weight of all pair statistics relative to the one-way ones in the gate's one "
         "Gaussian release (their noise is spread accordingly).",
     )
+    rule_weight: float = Field(
+        default=4.0, gt=0,
+        description="Weight of each rule statistic in the one release (one-way statistics weigh 1): rules are "
+        "judged on rare subpopulations (e.g. pregnancy encounters, <1% of rows) and need the precision.",
+    )
     pair_max_cells: int = Field(
         default=400, ge=0, description="Check only pairs whose joint public domain has at most this many cells; 0: no pairs."
     )
@@ -240,7 +245,7 @@ def validate(
     n_pairs = sum(1 for _, st, _ in stats if st == "tvd2")
     n_single = max(len(stats) - n_pairs, 1)
     w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
-    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [1.0] * len(rule_real))
+    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real))
     base = sigma * math.sqrt(float(np.sum(w**2)) or 1.0) / max(n - 1, 1)
     stds = base / w
     exact = np.array([v for _, _, v in stats] + list(rule_real.values()))
