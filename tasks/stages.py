@@ -31,6 +31,7 @@ MODEL = "model.pkl"
 PRIVACY = "privacy.json"
 SYNTHETIC = "synthetic.parquet"
 WATERMARKED = "watermarked.parquet"
+HOLDOUT = "holdout.parquet"
 REPORT = "validation.json"
 
 
@@ -79,11 +80,26 @@ def mask(config: SynthesizeConfig, work: str) -> dict:
     scrubbed = pd.read_parquet(Path(work) / SCRUBBED)
     masked, rep = mask_table(scrubbed, schema, config.mask)
     rep.raise_if_nonconforming(schema.name)
+    batch_id = frame_sha256(masked)
+    n_all = len(masked)
+    v = config.validation
+    holdout_rows = 0
+    if v.utility and v.holdout_share > 0 and schema.target is not None:
+        from dpsyn.privacy import NoiseSource
+        from dpsyn.validation.utility import split_holdout
+
+        # secret coins: which rows the synthesizer never sees (the utility check's test set)
+        coins = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
+        masked, holdout = split_holdout(masked, v.holdout_share, noise=coins)
+        holdout.to_parquet(Path(work) / HOLDOUT, index=False)
+        holdout_rows = len(holdout)
     masked.to_parquet(Path(work) / MASKED, index=False)
     _done("mask by tier")
     return {
-        "batch_id": frame_sha256(masked),
-        "rows": len(masked),
+        "batch_id": batch_id,
+        "rows": n_all,
+        "train_rows": len(masked),
+        "holdout_rows": holdout_rows,
         "source": Path(config.data).name,
         "schema_name": schema.name,
         "mask_report": rep.model_dump(),
@@ -104,7 +120,8 @@ def fit(config: SynthesizeConfig, work: str) -> dict:
     accountant = PrivacyAccountant(
         epsilon=p.epsilon, delta=p.delta or default_delta(len(masked)), accountant=p.accountant
     )
-    plan_validation(accountant, config.validation)
+    holdout = (Path(work) / HOLDOUT).exists()
+    plan_validation(accountant, config.validation, n_train=len(masked) if holdout else None)
     synth = create(config.synthesizer, config.synthesizer_config, privacy=p)
     try:
         synth.fit(masked, schema, accountant=accountant)
@@ -173,8 +190,10 @@ def validate(config: SynthesizeConfig, work: str) -> dict:
     # the gate judges exactly what would be published (watermark included), less the code column
     synth = strip_text_codes(pd.read_parquet(Path(work) / WATERMARKED).drop(columns=[WM_COLUMN], errors="ignore"))
     noise = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
+    ho = Path(work) / HOLDOUT
+    holdout = pd.read_parquet(ho) if ho.exists() else None
     try:
-        rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise)
+        rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise, holdout=holdout)
     finally:
         state.write_text(json.dumps(accountant.state_dict()))
     accountant.check()

@@ -47,15 +47,34 @@ class ValidationConfig(BaseModel):
         default_factory=dict, description="Per-column overrides (a column's also applies to its pairs; 'a/b': one pair)."
     )
     pair_tvd_threshold: float = Field(
-        default=0.15, gt=0, le=1,
+        default=0.3, gt=0, le=1,
         description="Max TVD between real and synthetic joint distributions of a column pair (public encoding); "
-        "catches broken associations, e.g. a column shuffled against the rest.",
+        "catches broken associations: a column shuffled against the rest shows 0.3-0.5 against its strongest "
+        "partner (Adult: relationship vs marital-status 0.51).",
     )
     pair_weight: float = Field(
         default=1.0, gt=0,
         description="Total squared weight of all pair statistics relative to the one-way ones in the gate's one "
         "Gaussian release (their noise is spread accordingly).",
     )
+    sampling_allowance: bool = Field(
+        default=True,
+        description="Add to each TVD threshold the distance two samples of these sizes from one distribution "
+        "typically have, √(k·(1/n_real + 1/n_synth)/(2π)) for k cells, so small tables are not failed for "
+        "sampling error alone (public: k, n).",
+    )
+    utility: bool = Field(
+        default=True,
+        description="Train-on-synthetic / test-on-holdout AUC against a DP train-on-real model (schemas with a "
+        "target, when the run keeps a holdout).",
+    )
+    holdout_share: float = Field(
+        default=0.2, ge=0, lt=1, description="Share of real rows held out from synthesis for the utility check.")
+    max_auc_drop: float = Field(default=0.05, ge=0, le=1, description="Largest allowed AUC(TRTR) − AUC(TSTR).")
+    reference_share: float = Field(
+        default=0.1, gt=0, lt=1, description="ε share (alone) of the DP-SGD train-on-real reference model.")
+    utility_positive: str | None = Field(
+        default=None, description="Positive target value for AUC; default: the last value of the target's domain.")
     rule_weight: float = Field(
         default=4.0, gt=0,
         description="Weight of each rule statistic in the one release (one-way statistics weigh 1): rules are "
@@ -63,6 +82,11 @@ class ValidationConfig(BaseModel):
     )
     pair_max_cells: int = Field(
         default=400, ge=0, description="Check only pairs whose joint public domain has at most this many cells; 0: no pairs."
+    )
+    pair_min_rows_per_cell: float = Field(
+        default=25, gt=0,
+        description="...and at most n_real / this many cells: a pair table with fewer rows per cell cannot be "
+        "estimated by anyone (2,000 rows: pairs up to 80 cells).",
     )
     budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
     rules: str | None = Field(
@@ -95,6 +119,7 @@ class ValidationReport(BaseModel):
 
     checks: list[CheckResult] = Field(default_factory=list)
     noise_std: float = 0.0  # noise std of a one-way statistic (pairs: see each check's noise_std)
+    utility: dict | None = None  # noisy AUCs of TSTR and the DP TRTR model on the holdout
     n_real: int = 0
     n_synthetic: int = 0
 
@@ -115,6 +140,9 @@ class ValidationReport(BaseModel):
 
     def metrics(self) -> dict[str, float]:
         m = {f"{c.statistic}.{c.column}": c.value for c in self.checks}
+        if self.utility:
+            m["utility_auc_tstr"] = self.utility["auc_tstr"]
+            m["utility_auc_trtr"] = self.utility["auc_trtr"]
         m["gate_passed"] = float(self.is_valid())
         m["gate_failed_checks"] = float(len(self.failures()))
         return m
@@ -188,6 +216,18 @@ def fidelity_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSc
     return out
 
 
+def _cells(schema: TableSchema) -> dict[str, int]:
+    """Cells of each column's public encoding (categorical: domain + missing), for the sampling allowance."""
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    enc = DiscreteEncoder(schema)
+    out = dict(zip(enc.names, enc.sizes, strict=True))
+    for c in schema.synthesizable_columns():
+        if c.kind == ColumnKind.categorical:
+            out[c.name] = len(c.domain or []) + 1
+    return out
+
+
 def _ruleset(config: ValidationConfig, schema: TableSchema):
     """The rules the gate applies (None if none)."""
     from dpsyn.validation.rules import _SHIPPED, load_rules
@@ -201,10 +241,42 @@ def _ruleset(config: ValidationConfig, schema: TableSchema):
     return load_rules(config.rules)
 
 
-def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig) -> float:
-    """Reserve the gate's share of the budget before synthesis; returns its noise multiplier."""
+def _utility_statistics(real, synth, holdout, schema, config, accountant, noise) -> dict | None:
+    """Exact U shares of TSTR and the DP reference on the holdout, and its positive share (private: noised later)."""
+    if not config.utility or holdout is None or len(holdout) < 2 or schema.target is None:
+        return None
+    from dpsyn.validation.utility import (
+        REFERENCE_LABEL,
+        mann_whitney_u,
+        plan_reference,
+        positive_label,
+        train_reference,
+        tstr_scores_on,
+    )
+
+    planned = {m.label: m for m in accountant.planned}
+    sigma_ref = planned[REFERENCE_LABEL].noise_multiplier if REFERENCE_LABEL in planned else \
+        plan_reference(accountant, config.reference_share, len(real))
+    positive = positive_label(schema, config.utility_positive)
+    scorer = train_reference(real, schema, accountant=accountant, noise=noise, sigma=sigma_ref)
+    y = (holdout[schema.target].astype("string") == positive).to_numpy(dtype=bool, na_value=False)
+    h = len(holdout)
+    s_tstr = tstr_scores_on(synth, holdout, schema, positive=positive)
+    s_trtr = scorer(holdout)
+    return {"h": h, "positive": positive,
+            "values": [mann_whitney_u(s_tstr, y) / h**2, mann_whitney_u(s_trtr, y) / h**2, float(y.sum()) / h]}
+
+
+def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig, *,
+                    n_train: int | None = None) -> float:
+    """Reserve the gate's budget before synthesis: its release and, given ``n_train`` (rows the reference
+    model trains on: the utility check is on), the DP-SGD reference model. Returns the release's σ."""
     sigma = accountant.sigma_for_share(config.budget_share)
     accountant.plan(VALIDATION_LABEL, noise_multiplier=sigma)
+    if n_train:
+        from dpsyn.validation.utility import plan_reference
+
+        plan_reference(accountant, config.reference_share, n_train)
     return sigma
 
 
@@ -216,15 +288,17 @@ def validate(
     *,
     accountant: PrivacyAccountant,
     noise: NoiseSource,
+    holdout: pd.DataFrame | None = None,
 ) -> ValidationReport:
-    """Run the fidelity gate; charges the accountant for reading ``real``."""
+    """Run the gate; charges the accountant for reading ``real`` (and ``holdout``, rows the synthesizer never saw,
+    which enable the utility check)."""
     config = config or ValidationConfig()
     planned = {m.label: m for m in accountant.planned}
     sigma = planned[VALIDATION_LABEL].noise_multiplier if VALIDATION_LABEL in planned else None
     if sigma is None:
         sigma = plan_validation(accountant, config)
-    stats = fidelity_statistics(real, synth, schema) + pair_statistics(real, synth, schema,
-                                                                         max_cells=config.pair_max_cells)
+    max_cells = min(config.pair_max_cells, int(len(real) / config.pair_min_rows_per_cell))
+    stats = fidelity_statistics(real, synth, schema) + pair_statistics(real, synth, schema, max_cells=max_cells)
     n = len(real)
     rules = _ruleset(config, schema)
     rule_real, rule_synth, conditional = {}, {}, set()
@@ -239,6 +313,7 @@ def validate(
         rule_counts_synth = rule_counts(synth, rules, schema)
         for check, (v, m) in rule_counts_synth.items():
             rule_synth[check] = (v / m if m else 0.0) if check in conditional else v / max(len(synth), 1)
+    util = _utility_statistics(real, synth, holdout, schema, config, accountant, noise)
     # One Gaussian release of the weighted vector (w_i · stat_i): each statistic moves by ≤ 1/(n−1), so the
     # L2 sensitivity is √(Σ w_i²)/(n−1) and statistic i gets noise std σ·√(Σ w²)/(n−1)/w_i. Pairs share
     # `pair_weight` times the one-way statistics' total squared weight, so many pairs cannot drown the rest.
@@ -246,20 +321,28 @@ def validate(
     n_single = max(len(stats) - n_pairs, 1)
     w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
     w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real))
-    base = sigma * math.sqrt(float(np.sum(w**2)) or 1.0) / max(n - 1, 1)
-    stds = base / w
-    exact = np.array([v for _, _, v in stats] + list(rule_real.values()))
+    delta_t = math.sqrt(float(np.sum(w**2)) or 1.0) / max(n - 1, 1)
+    # holdout statistics move by ≤ 1/|H| each; T and H are disjoint (secret coins), so a row changes one group
+    delta_h = math.sqrt(len(util["values"])) / max(util["h"], 1) if util else 0.0
+    base = sigma * max(delta_t, delta_h)
+    stds = np.concatenate([base / w, np.full(len(util["values"]) if util else 0, base)])
+    exact = np.array([v for _, _, v in stats] + list(rule_real.values()) + (util["values"] if util else []))
     noisy_all = exact + noise.normal_numpy(len(exact), 1.0) * stds
-    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):]
-    std_stats, std_rules = stds[: len(stats)], stds[len(stats):]
+    k_t = len(stats) + len(rule_real)
+    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):k_t]
+    std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_t]
     std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
+    cells = _cells(schema)
     for (column, stat, _), value, sd in zip(stats, noisy, std_stats, strict=True):
         default = {"tvd": config.tvd_threshold, "tvd2": config.pair_tvd_threshold}.get(stat, config.ks_threshold)
         if stat == "tvd2":  # a loosened column loosens its pairs too, unless the pair has its own threshold
             default = max([default, *(config.thresholds[c] for c in column.split("/") if c in config.thresholds)])
         thr = config.thresholds.get(column, default)
+        if config.sampling_allowance and stat in ("tvd", "tvd2"):
+            k = math.prod(cells[c] for c in column.split("/"))
+            thr += math.sqrt(k * (1 / max(n, 1) + 1 / max(len(synth), 1)) / (2 * math.pi))
         limit = thr + config.noise_margin * float(sd)
         v = float(value)
         report.checks.append(
@@ -289,6 +372,19 @@ def validate(
             CheckResult(name=check, column=check.removeprefix("rule:"), statistic=stat, value=v,
                         threshold=thr, limit=limit, noise_std=sd, passed=v <= limit)
         )
+    if util:
+        from dpsyn.validation.utility import auc_drop_std, auc_from_shares
+
+        u_tstr, u_trtr, p_share = (float(x) for x in noisy_all[k_t:])
+        auc_tstr, auc_trtr = auc_from_shares(u_tstr, p_share), auc_from_shares(u_trtr, p_share)
+        sd = auc_drop_std(base, p_share)
+        drop = auc_trtr - auc_tstr
+        limit = config.max_auc_drop + config.noise_margin * sd
+        report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": util["h"],
+                          "positive": util["positive"]}
+        report.checks.append(CheckResult(name="utility:auc_drop", column=schema.target, statistic="auc_drop",
+                                         value=drop, threshold=config.max_auc_drop, limit=limit, noise_std=sd,
+                                         passed=drop <= limit))
     logger.info("validation: %d/%d checks passed (noise std %.4f)", len(report.checks) - len(report.failures()),
                 len(report.checks), std)
     return report

@@ -162,7 +162,9 @@ def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, a
     from dpsyn.synth.encoding import DiscreteEncoder
 
     sizes = DiscreteEncoder(adult_schema).sizes
-    pairs = sum(a * b <= ValidationConfig().pair_max_cells for i, a in enumerate(sizes) for b in sizes[i + 1:])
+    cfg = ValidationConfig()
+    cap = min(cfg.pair_max_cells, int(len(adult_sample) / cfg.pair_min_rows_per_cell))  # 160 cells at 4,000 rows
+    pairs = sum(a * b <= cap for i, a in enumerate(sizes) for b in sizes[i + 1:])
     k = len(report.checks)
     n = len(adult_sample)
     assert 50 < pairs < 105 and k == 15 + pairs and report.n_real == n and report.n_synthetic == n
@@ -225,8 +227,8 @@ def test_validate_uses_the_planned_sigma(small_schema):
     report = validate(real, synth, small_schema, accountant=acct, noise=_noise())
     assert acct.planned == []
     assert [(m.label, m.noise_multiplier) for m in acct.ledger] == [(VALIDATION_LABEL, sigma)]
-    k = len(report.checks)  # 3 columns and their 3 pairs
-    assert k == 6 and sum(c.statistic == "tvd2" for c in report.checks) == 3
+    k = len(report.checks)  # 3 columns; no pairs at 50 rows (25 rows per cell: at most 2 cells)
+    assert k == 3 and not any(c.statistic == "tvd2" for c in report.checks)
     assert report.noise_std == pytest.approx(sigma * math.sqrt(k) / 49)
     assert acct.check() <= 1.0
 
@@ -296,7 +298,8 @@ def test_a_column_shuffled_against_the_rest_fails_a_pair_check(adult_sample, adu
     rng = np.random.default_rng(0)
     bad = adult_sample.copy()
     bad["relationship"] = bad["relationship"].to_numpy()[rng.permutation(len(bad))]
-    report = validate(adult_sample, bad, adult_schema, accountant=_accountant(), noise=_noise(2))
+    acct = PrivacyAccountant(epsilon=4, delta=1e-5)  # at 4,000 rows, ε = 1 noise can hide a 0.5 pair distance
+    report = validate(adult_sample, bad, adult_schema, accountant=acct, noise=_noise(2))
     failed = {c.name for c in report.failures()}
     assert failed and all(f.startswith("tvd2:") and "relationship" in f for f in failed)
-    assert "tvd2:relationship/sex" in failed  # husbands are men
+    assert "tvd2:marital-status/relationship" in failed  # husbands and wives are married

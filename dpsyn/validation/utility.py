@@ -1,0 +1,138 @@
+"""The gate's utility check: train on synthetic, test on a held-out real split, against a DP train-on-real model.
+
+A holdout ``H`` of the real rows is split off before synthesis (the synthesizer
+never sees it). Two scorers are evaluated on ``H``:
+
+* TSTR: a gradient-boosting classifier trained on the synthetic table
+  (post-processing of a DP output);
+* TRTR: a logistic regression trained on the real training rows with DP-SGD
+  (its own budget share, planned before synthesis), so its scores are DP with
+  respect to the training rows.
+
+ROC AUC on ``H`` is not released directly: its sensitivity depends on the
+private class counts. Instead the gate releases, for each scorer,
+``U/|H|²`` (U = Mann-Whitney count of positive-negative pairs ranked right,
+ties ½), and once ``P/|H|`` (share of positives). Adding or removing one
+holdout row changes U by at most ``|H|`` and P by at most 1, so each of these
+moves by at most ``1/|H|``; they join the gate's one Gaussian release with
+that sensitivity. AUC = (U/|H|²) / (p(1−p)) is then computed from the noisy
+values (post-processing), and the check is on the AUC drop TRTR − TSTR.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.schema import TableSchema
+
+__all__ = ["REFERENCE_LABEL", "mann_whitney_u", "plan_reference", "positive_label", "split_holdout",
+           "train_reference", "tstr_scores_on"]
+
+REFERENCE_LABEL = "validation.reference"
+REF_BATCH, REF_EPOCHS, REF_LR, REF_CLIP = 512, 5, 0.05, 1.0
+
+
+def positive_label(schema: TableSchema, positive: str | None = None) -> str:
+    """The target value treated as positive: ``positive`` or the last value of the target's domain."""
+    col = schema.column(schema.target)
+    if positive is not None:
+        return positive
+    return str((col.domain or [])[-1])
+
+
+def split_holdout(df: pd.DataFrame, share: float, *, noise: NoiseSource) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training rows, holdout rows): each row goes to the holdout with probability ``share`` (secret coins)."""
+    coins = noise.uniform(len(df)) < share
+    return df.loc[~coins].reset_index(drop=True), df.loc[coins].reset_index(drop=True)
+
+
+def mann_whitney_u(scores: np.ndarray, y: np.ndarray) -> float:
+    """Number of (positive, negative) pairs with the positive scored higher; ties count ½."""
+    from scipy.stats import rankdata
+
+    y = np.asarray(y, dtype=bool)
+    p = int(y.sum())
+    if p == 0 or p == len(y):
+        return 0.0
+    ranks = rankdata(scores)
+    return float(ranks[y].sum() - p * (p + 1) / 2)
+
+
+def plan_reference(accountant: PrivacyAccountant, share: float, n_train: int) -> float:
+    """Plan the TRTR model's DP-SGD (alone: ``share`` of ε); return its noise multiplier."""
+    from dpsyn.synth.dpsgd import steps_and_rate
+
+    q, steps = steps_and_rate(n_train, batch_size=REF_BATCH, epochs=REF_EPOCHS)
+    sigma = accountant.sigma_for_share(share, sample_rate=q, steps=steps)
+    accountant.plan(REFERENCE_LABEL, noise_multiplier=sigma, sample_rate=q, steps=steps)
+    return sigma
+
+
+def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: PrivacyAccountant,
+                    noise: NoiseSource, sigma: float):
+    """DP-SGD logistic regression of the target on the training rows; returns a scorer (frame → P(positive))."""
+    import torch
+
+    from dpsyn.synth.dpdsyn import _task_net
+    from dpsyn.synth.dpgen import _one_hot
+    from dpsyn.synth.dpsgd import train_dpsgd
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    enc = DiscreteEncoder(schema)
+    names = enc.names
+    t = names.index(schema.target)
+    feats = [i for i in range(len(names)) if i != t]
+    sizes = [enc.sizes[i] for i in feats]
+    codes = enc.encode(real[names])
+    data = torch.from_numpy(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1))
+
+    def loss(model, xb, crit):
+        return crit(model(_one_hot(xb[:, :-1], sizes)), xb[:, -1])
+
+    torch.manual_seed(noise.seed())
+    net = train_dpsgd(_task_net(sum(sizes), enc.sizes[t], 0), data=data, loss_fn=loss, accountant=accountant,
+                      noise=noise, noise_multiplier=sigma, batch_size=REF_BATCH, epochs=REF_EPOCHS,
+                      max_grad_norm=REF_CLIP, lr=REF_LR, label=REFERENCE_LABEL)
+    net.eval()
+    pos = list(enc.columns[t].labels).index(positive_label(schema))
+
+    def score(df: pd.DataFrame) -> np.ndarray:
+        c = torch.from_numpy(enc.encode(df[names])[:, feats])
+        with torch.no_grad():
+            return torch.softmax(net(_one_hot(c, sizes)), dim=1)[:, pos].numpy()
+
+    return score
+
+
+def tstr_scores_on(synth: pd.DataFrame, holdout: pd.DataFrame, schema: TableSchema, *,
+                   positive: str, random_state: int = 0) -> np.ndarray:
+    """Scores on ``holdout`` of a gradient-boosting classifier trained on ``synth`` (0.5 if one class only)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from dpsyn.validation.metrics import _xy
+
+    cols = [c.name for c in schema.synthesizable_columns() if c.name != schema.target]
+    xs, ys = _xy(synth, schema, cols)
+    xh, _ = _xy(holdout, schema, cols)
+    yb = (ys == positive).to_numpy().astype(int)
+    if yb.min() == yb.max():
+        return np.full(len(holdout), 0.5)
+    clf = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=random_state)
+    clf.fit(xs, yb)
+    return clf.predict_proba(xh)[:, 1]
+
+
+def auc_from_shares(u_share: float, p_share: float) -> float:
+    """AUC = (U/|H|²) / (p(1−p)), clipped to [0, 1]; 0.5 when p(1−p) is not positive."""
+    d = p_share * (1.0 - p_share)
+    return float(min(max(u_share / d, 0.0), 1.0)) if d > 0 else 0.5
+
+
+def auc_drop_std(sd_u: float, p_share: float) -> float:
+    """Approximate std of the AUC drop from the noise on the two U shares (delta method, p held fixed)."""
+    d = max(p_share * (1.0 - p_share), 1e-6)
+    return math.sqrt(2.0) * sd_u / d
