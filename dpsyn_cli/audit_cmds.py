@@ -74,6 +74,23 @@ def _print_trace(t, *, as_json: bool) -> None:
             typer.echo(f"  … and {len(t.candidates) - 5} more")
 
 
+def _run(kind: str, path, *, row=None, schema, ledger, alpha, as_json: bool, verbose: bool):
+    """trace_file (kind "trace") or verify_file ("verify") with the CLI's error handling."""
+    from dpsyn_cli.main import _handle, _set_env_defaults
+
+    _set_env_defaults(verbose)
+
+    def go():
+        from dpsyn.lineage import Ledger, trace_file, verify_file
+
+        _check_alpha(alpha)
+        if kind == "verify":
+            return verify_file(path, ledger=Ledger(ledger), schema=schema, alpha=alpha)
+        return trace_file(path, row, ledger=Ledger(ledger), schema=schema, alpha=alpha)
+
+    return _handle(go, as_json=as_json, verbose=verbose)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``audit`` sub-commands to ``app``."""
     audit = typer.Typer(name="audit", help="Trace synthetic files to their lineage; verify our watermark.",
@@ -90,17 +107,7 @@ def register(app: typer.Typer) -> None:
         verbose: VerboseOpt = False,
     ) -> None:
         """Print the lineage of a file or of one row: code, dataset, model, run, training batch, ε, validation."""
-        from dpsyn_cli.main import _handle, _set_env_defaults
-
-        _set_env_defaults(verbose)
-
-        def go():
-            from dpsyn.lineage import Ledger, trace_file
-
-            _check_alpha(alpha)
-            return trace_file(path, row, ledger=Ledger(ledger), schema=schema, alpha=alpha)
-
-        t = _handle(go, as_json=as_json, verbose=verbose)
+        t = _run("trace", path, row=row, schema=schema, ledger=ledger, alpha=alpha, as_json=as_json, verbose=verbose)
         _print_trace(t, as_json=as_json)
         raise typer.Exit(EXIT_OK if t.traced else EXIT_CHECK)
 
@@ -114,17 +121,7 @@ def register(app: typer.Typer) -> None:
         verbose: VerboseOpt = False,
     ) -> None:
         """Check per-record codes against the ledger and run the statistical test; print p-value and key id."""
-        from dpsyn_cli.main import _handle, _set_env_defaults
-
-        _set_env_defaults(verbose)
-
-        def go():
-            from dpsyn.lineage import Ledger, verify_file
-
-            _check_alpha(alpha)
-            return verify_file(path, ledger=Ledger(ledger), schema=schema, alpha=alpha)
-
-        t = _handle(go, as_json=as_json, verbose=verbose)
+        t = _run("verify", path, schema=schema, ledger=ledger, alpha=alpha, as_json=as_json, verbose=verbose)
         s = t.statistical or {}
         if as_json:
             typer.echo(json.dumps({

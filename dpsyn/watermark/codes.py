@@ -80,7 +80,7 @@ def strip_text_codes(df: pd.DataFrame) -> pd.DataFrame:
             continue
         s = s.astype("string")
         if s.str.contains(INVISIBLE_SEP, regex=False).fillna(False).any():
-            out[c] = s.str.replace(r"\u2063[0-9a-f]{16,64}$", "", regex=True)
+            out[c] = s.str.replace(re.escape(INVISIBLE_SEP) + _CODE_RE.pattern.strip("^$") + "$", "", regex=True)
     return out
 
 
