@@ -1,4 +1,4 @@
-"""``dpsyn audit``: trace a synthetic file to its lineage, and verify our watermark.
+"""``dpsyn audit``: trace a synthetic file to its lineage, verify our watermark, review privacy risk.
 
 Exit codes: 0 = ours (a verified per-record code or a statistical match);
 1 = nothing of ours detected; 2 = bad input (missing or unreadable file,
@@ -143,6 +143,55 @@ def register(app: typer.Typer) -> None:
             else:
                 typer.echo("  statistical test: not run (no schema with matching columns, or no key)")
         raise typer.Exit(EXIT_OK if t.traced else EXIT_CHECK)
+
+    @audit.command("risk")
+    def risk(
+        train: Annotated[Path, typer.Option("--train", help="The real rows the synthesizer was trained on.")],
+        holdout: Annotated[Path, typer.Option("--holdout", help="Real rows of the same population it never saw.")],
+        synthetic: Annotated[Path, typer.Option("--synthetic", help="The synthetic table.")],
+        schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
+        sensitive: Annotated[list[str] | None, typer.Option(
+            "--sensitive", help="Sensitive column (repeat); default: the schema's L2 categorical columns.")] = None,
+        as_json: JsonOpt = False,
+        verbose: VerboseOpt = False,
+    ) -> None:
+        """Attribute inference (TPR at low FPR, members vs non-members) and distance to closest record.
+
+        Reads real rows without noise: a review tool for the data owner, its output is not a DP release.
+        """
+        from dpsyn_cli.main import _handle, _set_env_defaults
+
+        _set_env_defaults(verbose)
+
+        def go():
+            from dpsyn.io import coerce_to_schema, read_table
+            from dpsyn.lineage import read_any
+            from dpsyn.masking import mask_table
+            from dpsyn.privacy.risk import attribute_inference, dcr_diagnostic
+            from dpsyn.schema import load_schema
+            from dpsyn.watermark import WM_COLUMN, strip_text_codes
+
+            sch = load_schema(schema)
+            a, _ = mask_table(read_table(train, sch), sch)
+            h, _ = mask_table(read_table(holdout, sch), sch)
+            syn = strip_text_codes(read_any(synthetic).drop(columns=[WM_COLUMN], errors="ignore"))
+            present = sch.model_copy(update={"columns": [c for c in sch.columns if c.name in syn.columns]})
+            syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
+            return attribute_inference(a, h, syn, sch, sensitive or None), dcr_diagnostic(a, h, syn, sch)
+
+        attrs, dcr = _handle(go, as_json=as_json, verbose=verbose)
+        if as_json:
+            typer.echo(json.dumps({"attributes": [x.model_dump() for x in attrs], "dcr": dcr.model_dump()}))
+            raise typer.Exit(EXIT_OK)
+        for x in attrs:
+            t = x.tpr_at_fpr
+            typer.echo(f"{x.column}: accuracy members {x.accuracy_members:.3f}, non-members {x.accuracy_non_members:.3f} "
+                       f"(majority {x.accuracy_majority:.3f}); member advantage {x.member_advantage:+.3f}; "
+                       f"TPR at FPR 0.1%/1%/10%: {t['0.001']:.3f}/{t['0.01']:.3f}/{t['0.1']:.3f}")
+        typer.echo(f"DCR: {dcr.share_closer_to_train:.3f} of {dcr.rows} synthetic rows closer to training than holdout "
+                   f"rows (0.5: no preference); exact copies of training rows {dcr.exact_copies_of_train:.3f}, of "
+                   f"holdout rows {dcr.exact_copies_of_holdout:.3f}")
+        raise typer.Exit(EXIT_OK)
 
     app.add_typer(audit, name="audit")
 

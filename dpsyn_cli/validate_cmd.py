@@ -31,6 +31,9 @@ def validate(
     ] = None,
     epsilon: Annotated[float, typer.Option("--epsilon", help="ε spent reading the real file (one Gaussian release).")] = 0.1,
     delta: Annotated[float | None, typer.Option("--delta", help="δ; default: a power of ten ≤ 1/(10·rows).")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the self-contained HTML report (verdict, plots) here.")
+    ] = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -56,6 +59,11 @@ def validate(
             return validate_files(real, synthetic, schema, cfg, epsilon=epsilon, delta=delta)
 
     rep, privacy = _handle(go, as_json=as_json, verbose=verbose)
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        html.write_text(rep.to_html(title=f"dpsyn validate: {Path(synthetic).name}", context={
+            "real": Path(real).name, "synthetic": Path(synthetic).name,
+            "epsilon spent": f"{privacy['epsilon_spent']:.4f}", "delta": f"{privacy['delta']:g}"}))
     failed = rep.failures()
     if as_json:
         typer.echo(json.dumps({"passed": not failed, "failed": [c.name for c in failed],

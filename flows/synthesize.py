@@ -39,7 +39,8 @@ def synthesize(config: SynthesizeConfig) -> dict:
         privacy_logged = True
         mlf.log_results_task(
             run_id, fit_summary=fit_summary, scrub_report=scrub_report, batch=batch, validation=report,
-            watermark=wm, model_path=str(Path(work) / stages.MODEL),
+            watermark=wm, model_path=str(Path(work) / stages.MODEL), report_html=str(Path(work) / stages.REPORT_HTML),
+            ge_docs=str(Path(work) / stages.GE_DOCS),
         )
         manifest = {
             "mlflow_run_id": run_id,

@@ -43,3 +43,34 @@ def publish_scrub_report(report: dict) -> str | None:
     desc = (f"PII scrubbing ({report.get('mode')} mode, model {report.get('model') or 'none'}): "
             f"{report.get('rows', 0)} rows; counts per column and entity, no values.")
     return str(create_table_artifact(key="scrub-report", table=scrub_report_rows(report), description=desc))
+
+
+def validation_markdown(report) -> str:
+    """The gate's verdict as Markdown: failed checks first, then a count of the rest (DP statistics only)."""
+    failures = report.failures()
+    head = (f"## Validation gate: {'PASSED' if report.is_valid() else 'FAILED'}\n\n"
+            f"{len(report.checks) - len(failures)} of {len(report.checks)} checks passed "
+            f"({report.n_real:,} real rows, {report.n_synthetic:,} synthetic; one-way noise std {report.noise_std:.4f}).\n")
+    if failures:
+        head += "\nNothing was published. Failed checks:\n\n| check | value (DP) | limit |\n|---|---|---|\n"
+        head += "".join(f"| `{c.name}` | {c.value:.4f} | {c.limit:.4f} |\n" for c in failures)
+    if report.utility:
+        u = report.utility
+        head += f"\nUtility: AUC train-on-synthetic {u['auc_tstr']:.3f}, DP train-on-real {u['auc_trtr']:.3f}.\n"
+    head += "\nThe full report with per-column plots is `validation_report.html` (run output and MLflow `reports/`).\n"
+    return head
+
+
+def publish_validation_report(report) -> str | None:
+    """The gate's verdict as a Prefect Markdown artifact (key ``validation-report``) and every check as a table
+    artifact (key ``validation-checks``); returns the Markdown artifact's id."""
+    if not _in_run():
+        return None
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    rows = [{"check": c.name, "statistic": c.statistic, "value": round(c.value, 6), "limit": round(c.limit, 6),
+             "noise_std": round(c.noise_std, 6), "passed": c.passed}
+            for c in sorted(report.checks, key=lambda c: (c.passed, c.name))]
+    create_table_artifact(key="validation-checks", table=rows, description="Every gate check (DP values).")
+    return str(create_markdown_artifact(key="validation-report", markdown=validation_markdown(report),
+                                        description="Validation gate verdict"))

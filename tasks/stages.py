@@ -15,6 +15,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -33,6 +34,11 @@ SYNTHETIC = "synthetic.parquet"
 WATERMARKED = "watermarked.parquet"
 HOLDOUT = "holdout.parquet"
 REPORT = "validation.json"
+REPORT_HTML = "validation_report.html"
+GE_DOCS = "ge_data_docs"  # Great Expectations Data Docs of the synthetic table (schemas with rules)
+GE_RESULT = "ge_validation_result.json"
+CANARIES = "canaries.parquet"  # in-run audit (validation.audit): made-up records and their secret coins
+CANARY_COINS = "canary_coins.npy"
 
 
 def _done(stage: str) -> None:
@@ -123,8 +129,17 @@ def fit(config: SynthesizeConfig, work: str) -> dict:
     holdout = (Path(work) / HOLDOUT).exists()
     plan_validation(accountant, config.validation, n_train=len(masked) if holdout else None)
     synth = create(config.synthesizer, config.synthesizer_config, privacy=p)
+    training = masked
+    if config.validation.audit:  # canaries join by secret coins; the real rows' guarantee is unchanged
+        from dpsyn.privacy import NoiseSource
+        from dpsyn.privacy.audit import insert_canaries
+
+        coins = NoiseSource(secure=p.secure_rng, seed=None if p.noise_seed is None else p.noise_seed + 1)
+        training, canaries, included = insert_canaries(masked, schema, config.validation.audit_canaries, noise=coins)
+        canaries.to_parquet(Path(work) / CANARIES, index=False)
+        np.save(Path(work) / CANARY_COINS, included)
     try:
-        synth.fit(masked, schema, accountant=accountant)
+        synth.fit(training, schema, accountant=accountant)
     finally:  # a crash mid-training still leaves what was spent on record
         (Path(work) / PRIVACY).write_text(json.dumps(accountant.state_dict()))
     with open(Path(work) / MODEL, "wb") as f:
@@ -179,6 +194,7 @@ def validate(config: SynthesizeConfig, work: str) -> dict:
     """The DP fidelity gate; its reads of the real rows are charged to the run's accountant."""
     from dpsyn.privacy import NoiseSource, PrivacyAccountant
     from dpsyn.schema import load_schema
+    from dpsyn.validation import gate_rules
     from dpsyn.validation import validate as run_gate
 
     schema = load_schema(config.table_schema)
@@ -197,7 +213,28 @@ def validate(config: SynthesizeConfig, work: str) -> dict:
     finally:
         state.write_text(json.dumps(accountant.state_dict()))
     accountant.check()
+    if (Path(work) / CANARIES).exists():  # the in-run one-run audit (post-processing: no budget)
+        from dpsyn.privacy.audit import audit_model
+
+        with open(Path(work) / MODEL, "rb") as f:
+            model = pickle.load(f)
+        result = audit_model(model, pd.read_parquet(Path(work) / CANARIES), np.load(Path(work) / CANARY_COINS),
+                             pd.read_parquet(Path(work) / SYNTHETIC), schema, delta=accountant.delta)
+        rep.add_audit(result, claimed_epsilon=accountant.target_epsilon)
     (Path(work) / REPORT).write_text(rep.model_dump_json(indent=2))
+    context = {"schema": config.table_schema, "synthesizer": config.synthesizer,
+               "epsilon spent (run, so far)": f"{accountant.epsilon():.4f}", "delta": f"{accountant.delta:g}",
+               "accountant": accountant.name}
+    (Path(work) / REPORT_HTML).write_text(rep.to_html(title=f"dpsyn validation: {schema.name}", context=context))
+    rules = gate_rules(config.validation, schema)
+    if rules is not None:  # GE's own result and Data Docs, for the synthetic (public) table only
+        from dpsyn.validation.rules import data_docs
+
+        ge_result, _ = data_docs(synth, rules, schema, Path(work) / GE_DOCS)
+        (Path(work) / GE_DOCS / GE_RESULT).write_text(json.dumps(ge_result, indent=2, default=str))
+    from tasks.artifacts import publish_validation_report
+
+    publish_validation_report(rep)
     _done("validate")
     return rep.model_dump()
 
@@ -226,6 +263,7 @@ def publish(config: SynthesizeConfig, work: str, manifest: dict) -> dict:
         synth = pd.read_parquet(Path(work) / WATERMARKED)
         write_table(synth, stage / "synthetic.csv")
         shutil.copy(Path(work) / REPORT, stage / "validation_report.json")
+        shutil.copy(Path(work) / REPORT_HTML, stage / REPORT_HTML)
         manifest = {**manifest, "dataset_id": dataset_id, "synthetic_sha256": file_sha256(stage / "synthetic.csv")}
         (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
         release = Release.from_manifest(

@@ -183,7 +183,8 @@ def log_epsilon_curve(run_id: str, privacy: dict) -> None:
 
 @task(name="mlflow-log-results", **NOCACHE)
 def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batch: dict, validation: dict,
-                     watermark: dict, model_path: str) -> None:
+                     watermark: dict, model_path: str, report_html: str | None = None,
+                     ge_docs: str | None = None) -> None:
     log_params(run_id, {"synth": fit_summary.get("params", {}), "training": fit_summary.get("training", {})})
     from dpsyn.validation import ValidationReport
 
@@ -201,6 +202,10 @@ def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batc
         "dpsyn.gate_passed": rep.is_valid(),
     })
     log_dict(run_id, validation, "reports/validation_report.json")
+    if report_html and Path(report_html).exists():
+        log_file(run_id, report_html, artifact_path="reports")
+    if ge_docs and Path(ge_docs).is_dir():  # Great Expectations' validation result and Data Docs (synthetic table)
+        client().log_artifacts(run_id, str(ge_docs), artifact_path="reports/great_expectations")
     log_dict(run_id, scrub_report, "reports/scrub_report.json")
     log_dict(run_id, {k: v for k, v in batch.items()}, "reports/training_batch.json")
     log_file(run_id, model_path, artifact_path="model")

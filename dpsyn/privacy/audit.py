@@ -35,7 +35,10 @@ from scipy import stats
 
 from dpsyn.schema import TableSchema
 
-__all__ = ["AuditResult", "canary_dcr_scores", "epsilon_lower_bound", "make_canaries", "p_value", "run_audit"]
+__all__ = [
+    "AuditResult", "audit_model", "canary_dcr_scores", "epsilon_lower_bound", "insert_canaries", "make_canaries",
+    "p_value", "run_audit",
+]
 
 
 def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -78,18 +81,11 @@ def make_canaries(schema: TableSchema, m: int, *, rng: np.random.Generator) -> p
 def canary_dcr_scores(canaries: pd.DataFrame, synthetic: pd.DataFrame, schema: TableSchema,
                       *, chunk: int = 256) -> np.ndarray:
     """Black-box score: minus the Hamming distance (over the public encoding) to the closest synthetic record."""
+    from dpsyn.privacy.risk import hamming_dcr
     from dpsyn.synth.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema)
-    a, b = enc.encode(canaries[enc.names]), enc.encode(synthetic[enc.names])
-    out = np.empty(len(a))
-    for i in range(0, len(a), chunk):
-        block = a[i : i + chunk]
-        d = np.full(len(block), a.shape[1], dtype=np.int64)
-        for j in range(0, len(b), 4096):
-            d = np.minimum(d, (block[:, None, :] != b[None, j : j + 4096, :]).sum(axis=2).min(axis=1))
-        out[i : i + chunk] = -d
-    return out
+    return -hamming_dcr(enc.encode(canaries[enc.names]), enc.encode(synthetic[enc.names]), chunk=chunk).astype(float)
 
 
 class AuditResult(BaseModel):
@@ -123,3 +119,32 @@ def run_audit(scores: np.ndarray, included: np.ndarray, *, delta: float, k_in: i
     eps = epsilon_lower_bound(m, k_in + k_out, v, delta=delta, beta=beta)
     return AuditResult(m=m, included=int(included.sum()), k_in=k_in, k_out=k_out, correct=v,
                        epsilon_lower_bound=eps, delta=delta, beta=beta, score=score)
+
+
+def insert_canaries(train: pd.DataFrame, schema: TableSchema, m: int, *, noise) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                                          np.ndarray]:
+    """For an audit inside a run: ``m`` canaries drawn from ``noise`` (the run's secret source), each joined to
+    ``train`` with probability 1/2. Returns (training rows with the included canaries, shuffled; all canaries;
+    the inclusion mask). The canaries are made-up records, so the real rows' guarantee is unchanged."""
+    rng = np.random.default_rng(noise.seed())
+    canaries = make_canaries(schema, m, rng=rng)
+    included = rng.random(m) < 0.5
+    cols = [c for c in train.columns if c in canaries.columns]
+    extra = canaries.loc[included, cols]
+    for c in train.columns:  # columns the encoding does not model (ids, text) stay missing
+        if c not in extra.columns:
+            extra[c] = pd.NA
+    training = pd.concat([train, extra[list(train.columns)].astype(train.dtypes.to_dict(), errors="ignore")],
+                         ignore_index=True)
+    return training.iloc[rng.permutation(len(training))].reset_index(drop=True), canaries, included
+
+
+def audit_model(model, canaries: pd.DataFrame, included: np.ndarray, synthetic: pd.DataFrame, schema: TableSchema,
+                *, delta: float, beta: float = 0.05) -> AuditResult:
+    """Score the canaries white-box (the model's log-likelihood) when the model offers it, else black-box (DCR
+    to the synthetic table), and convert the guesses to an ε lower bound. Post-processing of DP outputs."""
+    if hasattr(model, "log_likelihood"):
+        scores, name = model.log_likelihood(canaries), "log-likelihood (white-box)"
+    else:
+        scores, name = canary_dcr_scores(canaries, synthetic, schema), "dcr (black-box)"
+    return run_audit(scores, included, delta=delta, beta=beta, score=name, rng=np.random.default_rng(0))

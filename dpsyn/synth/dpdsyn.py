@@ -64,6 +64,12 @@ class DPDSynConfig(DPGenConfig):
     task_lr: float = Field(default=0.05, gt=0)
     task_hidden: int = Field(default=0, ge=0, description="0: logistic regression; else one hidden layer.")
     task_max_grad_norm: float = Field(default=1.0, gt=0)
+    label_mix: float = Field(
+        default=0.0, ge=0, lt=1,
+        description="Weight of the generator's own label head in the labels' logits (0: task model only). With "
+        "> 0 the generator also models the target (last), at no extra budget; labels are drawn from "
+        "(1 - w)·task logits + w·generator logits, an ensemble of two DP estimates of p(y | x).",
+    )
 
 
 def _task_net(d_in: int, k: int, hidden: int) -> nn.Module:
@@ -114,10 +120,12 @@ class DPDSyn(Synthesizer):
         )
         task.eval()
         self.task_ = task
-        feat_names = [c.name for c in self.encoder_.columns[:-1]]
+        # with label_mix the generator models the target too (last), so its head is a second p(y | x)
+        m = len(sizes) if cfg.label_mix > 0 else len(feat_sizes)
+        gen_names = [c.name for c in self.encoder_.columns[:m]]
         self.net_ = fit_ar_net(
-            codes[:, :-1], feat_sizes, cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
-            weights=field_weights(schema, cfg, feat_names),
+            codes[:, :m], sizes[:m], cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
+            weights=field_weights(schema, cfg, gen_names),
         )
         self.training_ = {
             "task": {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
@@ -132,20 +140,39 @@ class DPDSyn(Synthesizer):
         return calibrated_sample(lambda m: self._draw(m, rng), n, self.encoder_.sizes,
                                  getattr(self, "marginals_", None), factor=self.config.candidate_factor, rng=rng)
 
+    def _models_target(self) -> bool:
+        return len(self.net_.sizes) == len(self.encoder_.sizes)
+
+    @torch.no_grad()
+    def _label_log_probs(self, feats: np.ndarray) -> np.ndarray:
+        """log p(y | x): the task model's, mixed in logit space with the generator's head under ``label_mix``."""
+        x = _one_hot(torch.from_numpy(feats), self.encoder_.sizes[:-1])
+        logits = self.task_(x).double()
+        if self._models_target():
+            w = self.config.label_mix
+            logits = (1 - w) * logits + w * self.net_.heads[-1](x).double()
+        return torch.log_softmax(logits, dim=1).numpy()
+
     @torch.no_grad()
     def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Features from the DP generator, then the label from the DP task model."""
-        feats = sample_ar_codes(self.net_, n, rng=rng)
-        feat_sizes = self.encoder_.sizes[:-1]
-        p = torch.softmax(self.task_(_one_hot(torch.from_numpy(feats), feat_sizes)).double(), dim=1).numpy()
-        y = _draw(p, rng)
+        """Features from the DP generator, then the label from the DP task model (and head, under label_mix)."""
+        feats = sample_ar_codes(self.net_, n, rng=rng)[:, : len(self.encoder_.sizes) - 1]
+        y = _draw(np.exp(self._label_log_probs(feats)), rng)
         return np.concatenate([feats, y[:, None]], axis=1)
 
     @torch.no_grad()
     def log_likelihood(self, df) -> np.ndarray:
-        """log p(x) under the feature generator + log p(y | x) under the task model (white-box audit score)."""
+        """log p(x) under the feature generator + log p(y | x) of the labels (white-box audit score)."""
         codes = self.encoder_.encode(df)
-        feat_sizes = self.encoder_.sizes[:-1]
-        x = torch.from_numpy(codes[:, :-1])
-        py = torch.log_softmax(self.task_(_one_hot(x, feat_sizes)).double(), dim=1).numpy()
-        return ar_log_likelihood(self.net_, codes[:, :-1]) + py[np.arange(len(codes)), codes[:, -1]]
+        feats = codes[:, :-1]
+        if self._models_target():  # log p(x) = the feature heads' terms; the label head's is replaced below
+            ll_x = ar_log_likelihood(self.net_, codes) - self._head_log_prob(codes)
+        else:
+            ll_x = ar_log_likelihood(self.net_, feats)
+        return ll_x + self._label_log_probs(feats)[np.arange(len(codes)), codes[:, -1]]
+
+    @torch.no_grad()
+    def _head_log_prob(self, codes: np.ndarray) -> np.ndarray:
+        x = _one_hot(torch.from_numpy(codes[:, :-1]), self.encoder_.sizes[:-1])
+        lp = torch.log_softmax(self.net_.heads[-1](x).double(), dim=1).numpy()
+        return lp[np.arange(len(codes)), codes[:, -1]]

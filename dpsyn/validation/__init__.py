@@ -31,7 +31,8 @@ from dpsyn.errors import GateFailedError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
 
-__all__ = ["CheckResult", "ValidationConfig", "ValidationReport", "fidelity_statistics", "validate", "validate_files"]
+__all__ = ["CheckResult", "ColumnHistogram", "ValidationConfig", "ValidationReport", "fidelity_statistics", "gate_rules", "validate",
+           "validate_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +89,11 @@ class ValidationConfig(BaseModel):
         description="...and at most n_real / this many cells: a pair table with fewer rows per cell cannot be "
         "estimated by anyone (2,000 rows: pairs up to 80 cells).",
     )
+    hist_weight: float = Field(
+        default=1.0, ge=0,
+        description="Weight of each column's real histogram (public encoding) in the gate's one release: the "
+        "report plots real (noisy) against synthetic per column; 0: no histograms, no plots of the real side.",
+    )
     budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
     rules: str | None = Field(
         default="auto",
@@ -101,6 +107,13 @@ class ValidationConfig(BaseModel):
         description="Fail a check only if its noisy value exceeds threshold + noise_margin × noise std: a one-sided "
         "test at 5% (z = 1.645), so DP noise alone rarely fails a table whose true distance is at the threshold.",
     )
+    audit: bool = Field(
+        default=False,
+        description="One-run privacy audit inside the run (dpsyn/privacy/audit.py): canaries join the training rows "
+        "by secret coin flips; the gate fails if the empirical ε lower bound exceeds the claimed ε. Costs no "
+        "budget (post-processing); the canaries slightly perturb the synthetic table.",
+    )
+    audit_canaries: int = Field(default=1000, ge=20, description="Canaries for the in-run audit.")
 
 
 class CheckResult(BaseModel):
@@ -114,10 +127,22 @@ class CheckResult(BaseModel):
     passed: bool
 
 
+class ColumnHistogram(BaseModel):
+    """One column over its public encoding: the real side as released (noisy shares), the synthetic side exact."""
+
+    column: str
+    labels: list[str]  # public: the schema's categories or bins
+    real: list[float]  # DP: noisy shares of the real rows (may be < 0 or not sum to 1)
+    synthetic: list[float]
+    noise_std: float
+
+
 class ValidationReport(BaseModel):
     """Every check of the gate, with its verdict. Holds DP statistics only, never values."""
 
     checks: list[CheckResult] = Field(default_factory=list)
+    histograms: list[ColumnHistogram] = Field(default_factory=list)
+    audit: dict | None = None  # the in-run one-run audit's result (AuditResult), if enabled
     noise_std: float = 0.0  # noise std of a one-way statistic (pairs: see each check's noise_std)
     utility: dict | None = None  # noisy AUCs of TSTR and the DP TRTR model on the holdout
     n_real: int = 0
@@ -137,6 +162,21 @@ class ValidationReport(BaseModel):
                 f"validation gate failed {len(bad)} of {len(self.checks)} checks: {', '.join(names)}; nothing was published",
                 failures=[c.name for c in bad],
             )
+
+    def add_audit(self, result, *, claimed_epsilon: float) -> CheckResult:
+        """Add the one-run audit as a check: it fails when the empirical ε lower bound exceeds the claim."""
+        self.audit = result.model_dump()
+        check = CheckResult(name="audit:epsilon_lower_bound", column="", statistic="epsilon_lower_bound",
+                            value=float(result.epsilon_lower_bound), threshold=float(claimed_epsilon),
+                            limit=float(claimed_epsilon), passed=result.epsilon_lower_bound <= claimed_epsilon)
+        self.checks.append(check)
+        return check
+
+    def to_html(self, *, title: str = "dpsyn validation report", context: dict | None = None) -> str:
+        """A self-contained HTML page: verdict, failed checks, per-column plots (dpsyn/validation/html.py)."""
+        from dpsyn.validation.html import render_html
+
+        return render_html(self, title=title, context=context)
 
     def metrics(self) -> dict[str, float]:
         m = {f"{c.statistic}.{c.column}": c.value for c in self.checks}
@@ -216,6 +256,21 @@ def fidelity_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSc
     return out
 
 
+def column_histograms(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSchema):
+    """(encoded column, real shares, synthetic shares) per modelled column over the public encoding.
+
+    The real shares are private (noise them): adding or removing one real row moves the share vector by at
+    most √2/(n−1) in L2.
+    """
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    names = [c.name for c in schema.synthesizable_columns() if c.name in real.columns and c.name in synth.columns]
+    enc = DiscreteEncoder(schema, columns=names)
+    a, b = enc.encode(real[enc.names]), enc.encode(synth[enc.names])
+    return [(c, np.bincount(a[:, j], minlength=c.size) / max(len(a), 1),
+             np.bincount(b[:, j], minlength=c.size) / max(len(b), 1)) for j, c in enumerate(enc.columns)]
+
+
 def _cells(schema: TableSchema) -> dict[str, int]:
     """Cells of each column's public encoding (categorical: domain + missing), for the sampling allowance."""
     from dpsyn.synth.encoding import DiscreteEncoder
@@ -228,7 +283,7 @@ def _cells(schema: TableSchema) -> dict[str, int]:
     return out
 
 
-def _ruleset(config: ValidationConfig, schema: TableSchema):
+def gate_rules(config: ValidationConfig, schema: TableSchema):
     """The rules the gate applies (None if none)."""
     from dpsyn.validation.rules import _SHIPPED, load_rules
 
@@ -300,7 +355,7 @@ def validate(
     max_cells = min(config.pair_max_cells, int(len(real) / config.pair_min_rows_per_cell))
     stats = fidelity_statistics(real, synth, schema) + pair_statistics(real, synth, schema, max_cells=max_cells)
     n = len(real)
-    rules = _ruleset(config, schema)
+    rules = gate_rules(config, schema)
     rule_real, rule_synth, conditional = {}, {}, set()
     if rules is not None:
         from dpsyn.validation.rules import conditional_checks, rule_counts
@@ -320,20 +375,33 @@ def validate(
     n_pairs = sum(1 for _, st, _ in stats if st == "tvd2")
     n_single = max(len(stats) - n_pairs, 1)
     w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
-    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real))
-    delta_t = math.sqrt(float(np.sum(w**2)) or 1.0) / max(n - 1, 1)
+    # each column's histogram (shares over its public cells) moves by ≤ √2/(n−1) in L2: weight² counts twice
+    hists = column_histograms(real, synth, schema) if config.hist_weight > 0 else []
+    h_cells = sum(len(r) for _, r, _ in hists)
+    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real)
+                 + [config.hist_weight] * h_cells)
+    sum_w2 = float(np.sum(w[: len(w) - h_cells] ** 2)) + 2 * config.hist_weight**2 * len(hists)
+    delta_t = math.sqrt(sum_w2 or 1.0) / max(n - 1, 1)
     # holdout statistics move by ≤ 1/|H| each; T and H are disjoint (secret coins), so a row changes one group
     delta_h = math.sqrt(len(util["values"])) / max(util["h"], 1) if util else 0.0
     base = sigma * max(delta_t, delta_h)
     stds = np.concatenate([base / w, np.full(len(util["values"]) if util else 0, base)])
-    exact = np.array([v for _, _, v in stats] + list(rule_real.values()) + (util["values"] if util else []))
+    exact = np.array([v for _, _, v in stats] + list(rule_real.values())
+                     + [x for _, r, _ in hists for x in r] + (util["values"] if util else []))
     noisy_all = exact + noise.normal_numpy(len(exact), 1.0) * stds
-    k_t = len(stats) + len(rule_real)
-    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):k_t]
-    std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_t]
+    k_r = len(stats) + len(rule_real)
+    k_t = k_r + h_cells
+    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):k_r]
+    std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_r]
     std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
     report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
+    i = k_r
+    for col, r, sy in hists:
+        report.histograms.append(ColumnHistogram(
+            column=col.name, labels=list(col.labels), real=[float(x) for x in noisy_all[i:i + len(r)]],
+            synthetic=[float(x) for x in sy], noise_std=float(stds[i])))
+        i += len(r)
     cells = _cells(schema)
     for (column, stat, _), value, sd in zip(stats, noisy, std_stats, strict=True):
         default = {"tvd": config.tvd_threshold, "tvd2": config.pair_tvd_threshold}.get(stat, config.ks_threshold)

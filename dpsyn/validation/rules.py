@@ -42,7 +42,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dpsyn.errors import ConfigError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
-__all__ = ["Rule", "RuleSet", "compile_suite", "conditional_checks", "load_rules", "rule_counts", "violation_counts"]
+__all__ = [
+    "Rule", "RuleSet", "compile_suite", "conditional_checks", "data_docs", "load_rules", "rule_counts",
+    "violation_counts",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -312,17 +315,50 @@ def violation_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> d
     return {k: v for k, (v, _) in rule_counts(df, rules, schema).items()}
 
 
-def rule_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[str, tuple[int, int]]:
-    """Per check, (rows that violate it, rows it applies to): for if/then rules the rows meeting the
-    condition with a non-missing ``then`` value; otherwise the rows with non-missing values."""
-    global _RUNNER
-    _RUNNER = _RUNNER or _Runner()
+def _ge_frame(df: pd.DataFrame, schema: TableSchema) -> pd.DataFrame:
     frame = df.copy()
     for c in schema.columns:  # GE compares numbers as numbers
         if c.name in frame.columns and c.kind == ColumnKind.numeric:
             frame[c.name] = pd.to_numeric(frame[c.name], errors="coerce")
         elif c.name in frame.columns and c.kind == ColumnKind.categorical:
             frame[c.name] = frame[c.name].astype("object")
+    return frame
+
+
+def data_docs(df: pd.DataFrame, rules: RuleSet, schema: TableSchema, out_dir: str | Path) -> tuple[dict, Path]:
+    """Validate ``df`` against the rules in a GE Checkpoint that builds Data Docs into ``out_dir``.
+
+    For the *synthetic* table only (it is public): GE's counts on real rows are exact, so they must never be
+    stored; the gate releases the real side with noise instead. Results use the BASIC format with no partial
+    unexpected values. Returns (the GE validation result as JSON, the Data Docs ``index.html``). GE's pages load
+    styles from a CDN, so offline they open unstyled; dpsyn's own HTML report is self-contained.
+    """
+    import great_expectations as gx
+
+    out = Path(out_dir).absolute()
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.add_data_docs_site("dpsyn", {
+        "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(out)}})
+    bd = ctx.data_sources.add_pandas("dpsyn").add_dataframe_asset("synthetic").add_batch_definition_whole_dataframe(
+        "whole")
+    suite = ctx.suites.add(compile_suite(rules, schema, name=f"{rules.name}-rules"))
+    vd = ctx.validation_definitions.add(gx.ValidationDefinition(name="synthetic", data=bd, suite=suite))
+    cp = ctx.checkpoints.add(gx.Checkpoint(
+        name="dpsyn-rules", validation_definitions=[vd],
+        actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs", site_names=["dpsyn"])],
+        result_format={"result_format": "BASIC", "partial_unexpected_count": 0}))
+    res = cp.run(batch_parameters={"dataframe": _ge_frame(df, schema)})
+    (vr,) = res.run_results.values()
+    return vr.to_json_dict(), out / "index.html"
+
+
+def rule_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[str, tuple[int, int]]:
+    """Per check, (rows that violate it, rows it applies to): for if/then rules the rows meeting the
+    condition with a non-missing ``then`` value; otherwise the rows with non-missing values."""
+    global _RUNNER
+    _RUNNER = _RUNNER or _Runner()
+    frame = _ge_frame(df, schema)
     results = _RUNNER.run(frame, rules, schema)
     counts = {}
     for r in results:

@@ -51,7 +51,9 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
     schema = load_schema("adult")
     assert list(synth.columns) == schema.output_columns() + ["_wm"]
     assert len(synth) == 2000
-    assert {p.name for p in out.iterdir()} == {"synthetic.csv", "manifest.json", "validation_report.json"}
+    assert {p.name for p in out.iterdir()} == {"synthetic.csv", "manifest.json", "validation_report.json",
+                                               "validation_report.html"}
+    assert 'data-verdict="pass"' in (out / "validation_report.html").read_text()
     run = _mlflow_run(result["mlflow_run_id"])
     assert run.info.status == "FINISHED"
     assert 0 < run.data.metrics["epsilon_spent"] <= 1.0
@@ -61,6 +63,23 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
     assert "noise_multiplier.dpgen.dpsgd" in run.data.metrics
     _check_lineage(result, out, run)
     _check_scrub_artifact()
+    _check_validation_artifacts(run, passed=True)
+
+
+def _check_validation_artifacts(run, *, passed: bool):
+    """The gate's report: HTML in MLflow `reports/`, verdict as a Prefect Markdown artifact, checks as a table."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    from tasks.tracking import client
+
+    names = {a.path for a in client().list_artifacts(run.info.run_id, "reports")}
+    assert {"reports/validation_report.html", "reports/validation_report.json"} <= names
+    with get_client(sync_client=True) as c:
+        md = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["validation-report"])))
+        table = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["validation-checks"])))
+    assert md and md[-1].type == "markdown" and table and table[-1].type == "table"
+    assert ("PASSED" if passed else "FAILED") in md[-1].data
 
 
 def _check_scrub_artifact():
@@ -149,6 +168,7 @@ def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_
     assert run.info.status == "FAILED"
     assert 0 < run.data.metrics["epsilon_spent"] <= 1.0
     assert run.data.metrics["gate_passed"] == 0.0
+    _check_validation_artifacts(run, passed=False)
 
 
 def test_work_folder_is_removed(prefect_harness, small_adult, tmp_path, session_home):
@@ -193,3 +213,21 @@ def test_residual_identifier_stops_the_run(prefect_harness, tmp_path):
                                     privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 1}))
     assert "birth_date" in str(e.value) and "1975" not in str(e.value)
     assert not out.exists()
+
+
+def test_in_run_audit_is_a_gate_check(prefect_harness, small_adult, tmp_path):
+    """validation.audit: canaries by secret coins, the ε lower bound is a check, canaries never reach the output."""
+    import json
+
+    import pandas as pd
+
+    from flows.synthesize import synthesize
+
+    out = tmp_path / "out"
+    result = synthesize(_config(small_adult, out, validation={"audit": True, "audit_canaries": 200}))
+    report = json.loads((out / "validation_report.json").read_text())
+    (check,) = [c for c in report["checks"] if c["name"] == "audit:epsilon_lower_bound"]
+    assert check["threshold"] == 1.0 and check["passed"] and check["value"] <= 1.0
+    a = report["audit"]
+    assert a["m"] == 200 and 60 < a["included"] < 140 and a["score"].startswith("log-likelihood")
+    assert result["gate_passed"] and len(pd.read_csv(out / "synthetic.csv")) == 2000

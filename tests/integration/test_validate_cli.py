@@ -40,10 +40,35 @@ def test_validate_passes_then_fails_naming_the_check(runner, adult_sample, adult
         df["hours-per-week"] = (df["hours-per-week"] + 30).clip(upper=99)
 
     bad = _synthetic(adult_sample, tmp_path, shift)
+    html = tmp_path / "report" / "gate.html"
     res = runner.invoke(app, ["validate", "--real", str(adult_sample_path), "--synthetic", str(bad),
-                              "--schema", "adult", "--epsilon", "1"])
+                              "--schema", "adult", "--epsilon", "1", "--html", str(html)])
     assert res.exit_code == 1
     assert "FAIL ks:hours-per-week" in res.stdout
+    page = html.read_text()
+    assert 'data-verdict="fail"' in page and "<code>ks:hours-per-week</code>" in page
+    assert '<figure class="plot fail" data-column="hours-per-week">' in page
+
+
+def test_audit_risk_reports_attribute_inference_and_dcr(runner, adult_sample, tmp_path):
+    """A 'synthetic' table that is the training rows: members are inferred better and every row is a copy."""
+    df = adult_sample.sample(frac=1.0, random_state=1).reset_index(drop=True)
+    train, holdout = tmp_path / "train.csv", tmp_path / "holdout.csv"
+    df.iloc[:2000].to_csv(train, index=False)
+    df.iloc[2000:].to_csv(holdout, index=False)
+    # the schema reads Adult's original (header-less) format; these CSVs have headers: use a Parquet copy instead
+    for p in (train, holdout):
+        import pandas as pd
+
+        pd.read_csv(p).to_parquet(p.with_suffix(".parquet"), index=False)
+    res = runner.invoke(app, ["audit", "risk", "--train", str(train.with_suffix(".parquet")),
+                              "--holdout", str(holdout.with_suffix(".parquet")),
+                              "--synthetic", str(train.with_suffix(".parquet")), "--schema", "adult", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["dcr"]["exact_copies_of_train"] == 1.0 and out["dcr"]["share_closer_to_train"] > 0.95
+    assert {a["column"] for a in out["attributes"]} == {"race", "income"}
+    assert max(a["member_advantage"] for a in out["attributes"]) > 0.03
 
 
 @pytest.mark.parametrize("args, message", [

@@ -201,3 +201,21 @@ def test_rare_condition_falls_back_to_the_share_of_all_rows(tmp_path):
     rep, _ = _gate(real, _clean(300, seed=2), p)
     prost = next(c for c in rep.checks if c.name == "rule:prostate_male")
     assert prost.statistic == "rule_violation_rate"
+
+
+def test_data_docs_for_the_synthetic_table(rules, tmp_path):
+    """GE's own result and Data Docs: counts per rule, no row values (BASIC, no partial lists)."""
+    from dpsyn.validation.rules import data_docs
+
+    df = _clean()
+    df.loc[:9, "stay"] = 27.0  # ten out-of-range stays, a value no other row has
+    result, index = data_docs(df, rules, SCHEMA, tmp_path / "docs")
+    assert index.exists() and index.name == "index.html"
+    pages = list((tmp_path / "docs").rglob("*.html"))
+    assert any("validations" in p.parts for p in pages) and any("expectations" in p.parts for p in pages)
+    assert result["success"] is False
+    by_check = {r["expectation_config"]["meta"]["dpsyn_check"]: r for r in result["results"]}
+    assert by_check["rule:stay_1_14"]["result"]["unexpected_count"] == 10
+    assert all(not r["result"].get("partial_unexpected_list") for r in result["results"])
+    page = next(p for p in pages if "validations" in p.parts).read_text()
+    assert "27.0" not in page

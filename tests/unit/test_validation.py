@@ -159,6 +159,8 @@ def test_validate_charges_one_mechanism(identical_run):
 def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, adult_schema):
     acct, report = identical_run
     sigma = acct.ledger[0].noise_multiplier
+    hists = len(report.histograms)  # each column's share vector: L2 sensitivity √2/(n−1), weight 1
+    assert hists == 15
     from dpsyn.synth.encoding import DiscreteEncoder
 
     sizes = DiscreteEncoder(adult_schema).sizes
@@ -168,8 +170,9 @@ def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, a
     k = len(report.checks)
     n = len(adult_sample)
     assert 50 < pairs < 105 and k == 15 + pairs and report.n_real == n and report.n_synthetic == n
-    # the pairs together weigh as much as the 15 one-way statistics: Σw² = 15 + 15
-    assert report.noise_std == pytest.approx(sigma * math.sqrt(30) / (n - 1), rel=1e-12)
+    # the pairs together weigh as much as the 15 one-way statistics; histograms 2 each: Σw² = 15 + 15 + 2·15
+    assert report.noise_std == pytest.approx(sigma * math.sqrt(30 + 2 * hists) / (n - 1), rel=1e-12)
+    assert all(h.noise_std == pytest.approx(report.noise_std) for h in report.histograms)
     one_way = [c for c in report.checks if c.statistic != "tvd2"]
     assert all(c.noise_std == pytest.approx(report.noise_std) for c in one_way)
     pair = next(c for c in report.checks if c.statistic == "tvd2")
@@ -224,8 +227,8 @@ def test_validate_uses_the_planned_sigma(small_schema):
     acct = PrivacyAccountant(epsilon=1, delta=1e-5, accountant="rdp")
     sigma = plan_validation(acct, ValidationConfig(budget_share=0.3))
     assert [m.label for m in acct.planned] == [VALIDATION_LABEL]
-    report = validate(real, synth, small_schema, accountant=acct, noise=_noise())
-    assert acct.planned == []
+    report = validate(real, synth, small_schema, ValidationConfig(hist_weight=0), accountant=acct, noise=_noise())
+    assert acct.planned == [] and report.histograms == []
     assert [(m.label, m.noise_multiplier) for m in acct.ledger] == [(VALIDATION_LABEL, sigma)]
     k = len(report.checks)  # 3 columns; no pairs at 50 rows (25 rows per cell: at most 2 cells)
     assert k == 3 and not any(c.statistic == "tvd2" for c in report.checks)
@@ -237,7 +240,8 @@ def test_report_json_holds_no_category_values(small_schema):
     rng = np.random.default_rng(4)
     real, synth = _random_small(rng, 40), _random_small(rng, 40)
     synth["c"] = PLANTED
-    report = validate(real, synth, small_schema, accountant=_accountant("rdp"), noise=_noise())
+    report = validate(real, synth, small_schema, ValidationConfig(hist_weight=0), accountant=_accountant("rdp"),
+                      noise=_noise())
     dump = report.model_dump_json()
     assert PLANTED not in dump
     assert not any(f"id{i}" in dump for i in range(40))
@@ -303,3 +307,26 @@ def test_a_column_shuffled_against_the_rest_fails_a_pair_check(adult_sample, adu
     failed = {c.name for c in report.failures()}
     assert failed and all(f.startswith("tvd2:") and "relationship" in f for f in failed)
     assert "tvd2:marital-status/relationship" in failed  # husbands and wives are married
+
+
+def test_histograms_hold_public_labels_and_noisy_real_shares(small_schema):
+    """Plots need the real distribution: it is released with the same Gaussian mechanism, over public labels."""
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    rng = np.random.default_rng(5)
+    real, synth = _random_small(rng, 400), _random_small(rng, 300)
+    acct = _accountant("rdp")
+    report = validate(real, synth, small_schema, accountant=acct, noise=_noise(5))
+    assert len(acct.ledger) == 1  # histograms ride in the one release
+    enc = DiscreteEncoder(small_schema)
+    assert [h.column for h in report.histograms] == enc.names
+    codes_r, codes_s = enc.encode(real), enc.encode(synth)
+    for j, (h, col) in enumerate(zip(report.histograms, enc.columns, strict=True)):
+        assert h.labels == list(col.labels)  # the schema's categories/bins, nothing from the rows
+        exact_r = np.bincount(codes_r[:, j], minlength=col.size) / len(real)
+        exact_s = np.bincount(codes_s[:, j], minlength=col.size) / len(synth)
+        assert np.allclose(h.synthetic, exact_s)  # synthetic side exact
+        diff = np.array(h.real) - exact_r
+        assert np.all(diff != 0) and np.all(np.abs(diff) < 6 * h.noise_std)  # real side noisy, at its std
+    k = len(report.checks)
+    assert report.noise_std == pytest.approx(acct.ledger[0].noise_multiplier * math.sqrt(k + 2 * 3) / 399)
