@@ -12,13 +12,32 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpsyn.drift import DriftConfig
 from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.synth.base import PrivacyConfig
 from dpsyn.validation import ValidationConfig
 from dpsyn.watermark import WatermarkConfig
 
-__all__ = ["MaskConfig", "PrivacyConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig", "WatermarkConfig"]
+__all__ = [
+    "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "MaskConfig", "PrivacyConfig", "ScrubConfig",
+    "SynthesizeConfig", "ValidationConfig", "WatermarkConfig",
+]
+
+
+class BudgetConfig(BaseModel):
+    """The dataset's lifetime privacy budget (dpsyn/budget): every run reserves its ε before reading data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    population: str | None = Field(
+        default=None, description="Name of the population (dataset) whose budget runs draw on; default: the schema's "
+        "name. Runs on batches of the same people must share it.")
+    lifetime_epsilon: float | None = Field(
+        default=None, gt=0, description="Lifetime cap on the sum of the runs' ε; None: no cap (spend still recorded).")
+    ledger_url: str | None = Field(
+        default=None, description="sqlite:///PATH of the budget ledger; default $DPSYN_BUDGET_URL or "
+        "$DPSYN_HOME/budget.db.")
 
 
 class SynthesizeConfig(BaseModel):
@@ -49,3 +68,25 @@ class SynthesizeConfig(BaseModel):
     model_name: str | None = Field(
         default=None, description="Registered model name; default dpsyn-<schema name> (one per dataset)."
     )
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    versioned_output: bool = Field(
+        default=False, description="Publish into OUT/v<model version> (OUT/<run id> if not registered) instead of "
+        "OUT itself: each model version's data keeps its own location (the drift monitor sets this).")
+
+
+class DriftMonitorConfig(BaseModel):
+    """One ``monitor_drift`` run: compare the newest batch with the champion's training batch, retrain on drift."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: Path = Field(description="The newest real batch (CSV or Parquet). Never modified.")
+    synthesize: SynthesizeConfig = Field(
+        description="Settings of a retraining run; its `data` is replaced by the new batch and it publishes into "
+        "versioned folders under its `out`.")
+    reference: Path | None = Field(
+        default=None, description="The training batch to compare with; default: the one the registered model's "
+        "`champion` version was trained on (recorded on its MLflow run). Without a champion the monitor trains "
+        "the first model.")
+    drift: DriftConfig = Field(default_factory=DriftConfig)
+    retrain: bool = Field(default=True, description="Run `synthesize` on the new batch when drift is found.")
+    experiment: str = Field(default="dpsyn-drift", description="MLflow experiment of the drift checks.")

@@ -267,6 +267,8 @@ def demo(
 def _register_commands() -> None:
     """Command groups that live in their own modules."""
     from dpsyn_cli.audit_cmds import register as register_audit
+    from dpsyn_cli.budget_cmds import register as register_budget
+    from dpsyn_cli.models_cmds import register as register_models
     from dpsyn_cli.pii_cmds import register as register_pii
     from dpsyn_cli.schema_cmds import register as register_schema
     from dpsyn_cli.validate_cmd import register as register_validate
@@ -275,6 +277,8 @@ def _register_commands() -> None:
     register_schema(app)
     register_audit(app)
     register_validate(app)
+    register_budget(app)
+    register_models(app)
 
 
 _register_commands()

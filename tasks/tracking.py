@@ -4,12 +4,21 @@ It uses ``MlflowClient`` with explicit run ids (no global active run), so
 tasks in any thread can log to the run. It logs settings, ε, δ and DP
 statistics, reports of counts, and the fitted model: never a data value.
 The default store is SQLite under ``$DPSYN_HOME`` (see dpsyn.home).
+
+The fitted synthesizer is logged as a pyfunc model (tasks/pyfunc_model.py)
+and every run that reaches the validation gate becomes a version of the
+registered model ``dpsyn-<schema>``, tagged with ε, δ, cumulative ε, the
+training batch and the gate's verdict; the alias ``champion`` moves to a
+version only when its gate passed (and its release was published).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
+import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +27,9 @@ from prefect import task
 from dpsyn.home import dpsyn_home, mlflow_artifact_root, mlflow_tracking_uri
 
 _MAX_PARAM = 500
+MODEL_NAME_PREFIX = "dpsyn-"
+MODEL_ARTIFACT = "model"  # the logged pyfunc model's name
+CHAMPION = "champion"  # the alias of the version that serves: moved only by a passing gate
 
 
 def client():
@@ -106,19 +118,179 @@ def set_tags(run_id: str, tags: dict[str, Any]) -> None:
         c.set_tag(run_id, k, str(v))
 
 
-def register_model(run_id: str, name: str, tags: dict[str, Any] | None = None) -> str:
-    """Register the run's logged ``model`` artifact as a new version of ``name``; return the version."""
+def _pip_requirements() -> list[str]:
+    """What loading the pyfunc model needs, pinned to what logged it (no inference: it costs ~11 s
+    and adds unrelated packages). dpsyn brings torch, pandas and numpy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for dist in ("mlflow", "cloudpickle", "dpsyn"):
+        try:
+            out.append(f"{dist}=={version(dist)}")
+        except PackageNotFoundError:
+            out.append(dist)
+    return out
+
+
+class _DropNotice(logging.Filter):
+    """MLflow's notice that a ``python_model`` object is cloudpickled: ours is pickled by reference
+    (tasks.pyfunc_model), and the synthesizer itself is a pickle anyway (load only trusted stores)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Passing a Python object as `python_model`" not in record.getMessage()
+
+
+def log_model(run_id: str, model_path: str | Path) -> str:
+    """Log the pickled synthesizer at ``model_path`` as the run's pyfunc model ``model``; return its URI
+    (``models:/<model_id>``), also set as the run tag ``dpsyn.model_uri``.
+
+    The files land under the run's experiment (``.../models/<model_id>/artifacts/``): ``MLmodel``,
+    ``python_model.pkl`` (the wrapper, by reference) and ``artifacts/model.pkl`` (the synthesizer). No
+    input example and no inferred environment: nothing but the fitted model is written.
+    """
+    import mlflow
+    from mlflow.models import Model
+
+    from tasks.pyfunc_model import ARTIFACT_KEY, SynthesizerModel, signature
+
+    c = client()
+    run = c.get_run(run_id)
+    # Created here so that it belongs to the run's experiment: Model.log would put it in the
+    # process's active experiment (the Default one, with artifacts under ./mlruns).
+    logged = c.create_logged_model(run.info.experiment_id, name=MODEL_ARTIFACT, source_run_id=run_id,
+                                   tags={"dpsyn.kind": "synthesizer"})
+    notice = _DropNotice()
+    pyfunc_logger = logging.getLogger("mlflow.pyfunc")
+    pyfunc_logger.addFilter(notice)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "no input example": on purpose, never real rows
+            # mlflow.pyfunc.log_model with the run made explicit: pyfunc.log_model takes the run only
+            # from the (thread-local) active run, which this adapter never sets.
+            info = Model.log(
+                None, name=MODEL_ARTIFACT, flavor=mlflow.pyfunc, run_id=run_id, model_id=logged.model_id,
+                python_model=SynthesizerModel(), artifacts={ARTIFACT_KEY: str(model_path)},
+                pip_requirements=_pip_requirements(), signature=signature(),
+            )
+    finally:
+        pyfunc_logger.removeFilter(notice)
+    c.set_tag(run_id, "dpsyn.model_uri", info.model_uri)
+    return info.model_uri
+
+
+def _ensure_registered_model(c, name: str) -> None:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        c.create_registered_model(name, description="dpsyn synthesizers fitted on one dataset (schema)")
+    except MlflowException as e:
+        if e.error_code not in ("RESOURCE_ALREADY_EXISTS", "ALREADY_EXISTS"):
+            raise
+
+
+def register_model(run_id: str, name: str, tags: dict[str, Any] | None = None, *, model_uri: str | None = None,
+                   cumulative_epsilon: float | None = None) -> str:
+    """A new version of ``name`` from the run's pyfunc model (``model_uri``, default the run tag
+    ``dpsyn.model_uri``), tagged with ``tags`` and ``cumulative_epsilon``; return the version.
+
+    Not idempotent (each call makes a version): never retry it blindly. Boolean tags are written
+    ``true``/``false``. ``cumulative_epsilon`` is the population's lifetime spend (budget ledger). The
+    alias is not touched here: see set_champion.
+    """
+    from mlflow.exceptions import MlflowException
+
+    c = client()
+    if model_uri is None:
+        model_uri = c.get_run(run_id).data.tags.get("dpsyn.model_uri")
+        if model_uri is None:
+            raise MlflowException(f"run {run_id} has no logged pyfunc model (tag dpsyn.model_uri); log_model first")
+    _ensure_registered_model(c, name)
+    tags = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (tags or {}).items()}
+    if cumulative_epsilon is not None:  # the population's lifetime spend from the budget ledger
+        tags["cumulative_epsilon"] = f"{cumulative_epsilon:.6f}"
+    model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None
+    mv = c.create_model_version(name, model_uri, run_id=run_id, tags=tags, model_id=model_id)
+    version = str(mv.version)
+    set_tags(run_id, {"dpsyn.registered_model": name, "dpsyn.registered_version": version})
+    return version
+
+
+def champion_info(name: str) -> dict[str, Any] | None:
+    """The ``champion`` version of ``name`` with its tags and its run's tags (None: no such model or alias)."""
     from mlflow.exceptions import MlflowException
 
     c = client()
     try:
-        c.create_registered_model(name, description="dpsyn synthesizers fitted on one dataset (schema)")
-    except MlflowException as e:
-        if "already exists" not in str(e).lower() and "RESOURCE_ALREADY_EXISTS" not in str(e):
-            raise
-    source = c.get_run(run_id).info.artifact_uri.rstrip("/") + "/model"
-    mv = c.create_model_version(name, source, run_id=run_id, tags={k: str(v) for k, v in (tags or {}).items()})
-    return str(mv.version)
+        mv = c.get_model_version_by_alias(name, CHAMPION)
+    except MlflowException:
+        return None
+    run_tags = c.get_run(mv.run_id).data.tags if mv.run_id else {}
+    return {"name": name, "version": str(mv.version), "tags": dict(mv.tags or {}), "run_id": mv.run_id,
+            "run_tags": dict(run_tags)}
+
+
+def set_champion(name: str, version: str) -> None:
+    """Point the alias ``champion`` of ``name`` at ``version`` (idempotent)."""
+    client().set_registered_model_alias(name, CHAMPION, str(version))
+
+
+def _versions(c, name: str) -> list:
+    if "'" in name:
+        raise ValueError("a registered model name with a quote cannot be searched")
+    out, token = [], None
+    while True:
+        page = c.search_model_versions(f"name = '{name}'", max_results=1000, page_token=token)
+        out.extend(page)
+        token = page.token
+        if not token:
+            return out
+
+
+def _float(s: str | None) -> float | None:
+    try:
+        return None if s is None else float(s)
+    except ValueError:
+        return None
+
+
+def list_registered_models(name: str | None = None, prefix: str = MODEL_NAME_PREFIX) -> list[dict[str, Any]]:
+    """The registered models ``name`` (or every one whose name starts with ``prefix``) and their versions,
+    newest first, as plain dicts (values are tags and ids, never data). Raises MlflowException if
+    ``name`` is not registered or the store cannot be read."""
+    c = client()
+    if name is not None:
+        models = [c.get_registered_model(name)]
+    else:
+        models, token = [], None
+        while True:
+            page = c.search_registered_models(max_results=1000, page_token=token)
+            models.extend(m for m in page if m.name.startswith(prefix))
+            token = page.token
+            if not token:
+                break
+    out = []
+    for rm in sorted(models, key=lambda m: m.name):
+        by_version: dict[str, list[str]] = {}
+        for alias, v in (rm.aliases or {}).items():
+            by_version.setdefault(str(v), []).append(alias)
+        versions = []
+        for mv in sorted(_versions(c, rm.name), key=lambda v: -int(v.version)):
+            t = mv.tags or {}
+            gate = t.get("gate_passed")
+            versions.append({
+                "version": str(mv.version),
+                "aliases": sorted(by_version.get(str(mv.version), [])),
+                "epsilon": _float(t.get("epsilon")),
+                "delta": _float(t.get("delta")),
+                "cumulative_epsilon": _float(t.get("cumulative_epsilon")),
+                "gate_passed": None if gate is None else gate.lower() == "true",
+                "training_batch": t.get("training_batch"),
+                "run_id": mv.run_id,
+                "created": datetime.fromtimestamp(mv.creation_timestamp / 1000, UTC).isoformat(timespec="seconds"),
+            })
+        out.append({"name": rm.name, "aliases": {a: str(v) for a, v in sorted((rm.aliases or {}).items())},
+                    "versions": versions})
+    return out
 
 
 def end_run(run_id: str, status: str = "FINISHED") -> None:
@@ -183,8 +355,8 @@ def log_epsilon_curve(run_id: str, privacy: dict) -> None:
 
 @task(name="mlflow-log-results", **NOCACHE)
 def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batch: dict, validation: dict,
-                     watermark: dict, model_path: str, report_html: str | None = None,
-                     ge_docs: str | None = None) -> None:
+                     watermark: dict, report_html: str | None = None, ge_docs: str | None = None,
+                     extra_metrics: dict[str, float] | None = None) -> None:
     log_params(run_id, {"synth": fit_summary.get("params", {}), "training": fit_summary.get("training", {})})
     from dpsyn.validation import ValidationReport
 
@@ -194,6 +366,7 @@ def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batc
     metrics["rows_real"] = batch["rows"]
     metrics["rows_synthetic"] = rep.n_synthetic
     metrics["pii_entities_scrubbed"] = sum(sum(v.values()) for v in scrub_report.get("counts", {}).values())
+    metrics.update(extra_metrics or {})
     log_metrics(run_id, metrics)
     set_tags(run_id, {
         "dpsyn.training_batch": batch["batch_id"],
@@ -208,13 +381,25 @@ def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batc
         client().log_artifacts(run_id, str(ge_docs), artifact_path="reports/great_expectations")
     log_dict(run_id, scrub_report, "reports/scrub_report.json")
     log_dict(run_id, {k: v for k, v in batch.items()}, "reports/training_batch.json")
-    log_file(run_id, model_path, artifact_path="model")
+
+
+@task(name="mlflow-log-model", persist_result=False, retries=0)
+def log_model_task(run_id: str, model_path: str) -> str:
+    """The fitted synthesizer as the run's pyfunc model; its URI (no retry: it would log a second model)."""
+    return log_model(run_id, model_path)
 
 
 @task(name="mlflow-register-model", persist_result=False, retries=0)
-def register_model_task(run_id: str, name: str, tags: dict[str, Any]) -> str:
-    """One new registry version per published run (no retry: a retry could register twice)."""
-    return register_model(run_id, name, tags)
+def register_model_task(run_id: str, name: str, tags: dict[str, Any], model_uri: str | None = None,
+                        cumulative_epsilon: float | None = None) -> str:
+    """One new registry version per run that reached the gate (no retry: a retry could register twice)."""
+    return register_model(run_id, name, tags, model_uri=model_uri, cumulative_epsilon=cumulative_epsilon)
+
+
+@task(name="mlflow-set-champion", **NOCACHE)
+def set_champion_task(name: str, version: str) -> None:
+    """Move the alias ``champion`` to ``version`` (idempotent, so it may retry)."""
+    set_champion(name, version)
 
 
 @task(name="mlflow-end-run", **NOCACHE)

@@ -63,3 +63,12 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="module")
+def small_adult(tmp_path_factory, adult_sample_path):
+    """The first 2,000 rows of the shipped sample, in Adult's original format."""
+    p = tmp_path_factory.mktemp("data") / "adult2000.data"
+    lines = adult_sample_path.read_text().splitlines(keepends=True)[:2000]
+    p.write_text("".join(lines))
+    return p

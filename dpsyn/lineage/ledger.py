@@ -17,14 +17,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dpsyn.errors import AuditFailedError, ConfigError, InputError, LedgerConflictError
-from dpsyn.home import dpsyn_home
+from dpsyn.errors import AuditFailedError, InputError, LedgerConflictError
+from dpsyn.home import sqlite_file
 from dpsyn.lineage.models import (
     DatasetRef,
     Lineage,
@@ -113,15 +112,7 @@ def ledger_path(url: str | None = None) -> Path:
 
     ``None`` means ``$DPSYN_LINEAGE_URL`` if set, else ``$DPSYN_HOME/lineage.db``.
     """
-    url = url or os.environ.get(LEDGER_ENV) or None
-    if url is None:
-        return dpsyn_home() / "lineage.db"
-    if "://" in url:
-        scheme, rest = url.split("://", 1)
-        if scheme != "sqlite" or not rest.startswith("/") or rest == "/":
-            raise ConfigError(f"lineage ledger URL must be sqlite:///PATH (got scheme '{scheme}')")
-        return Path(rest[1:]).expanduser().absolute()
-    return Path(url).expanduser().absolute()
+    return sqlite_file(url, env=LEDGER_ENV, default_name="lineage.db", what="lineage ledger")
 
 
 def _now() -> str:

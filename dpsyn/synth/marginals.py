@@ -93,8 +93,10 @@ def rake(codes: np.ndarray, sizes: list[int], targets: list[np.ndarray], *, iter
             cur = np.bincount(codes[:, j], weights=w, minlength=k) / w.sum()
             ratio = np.divide(targets[j], cur, out=np.ones(k), where=cur > 0)
             worst = max(worst, float(0.5 * np.abs(cur - targets[j])[cur > 0].sum()))
-            w *= ratio[codes[:, j]]
-            w = np.minimum(w * n / w.sum(), max_weight)
+            new = w * ratio[codes[:, j]]
+            if new.sum() <= 0:  # no candidate lies in a cell this column's target keeps: leave the column
+                continue
+            w = np.minimum(new * n / new.sum(), max_weight)
         if worst < tol:
             break
     return w * n / w.sum()

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
+from scipy.stats import norm as _norm
 
 from dpsyn.errors import GateFailedError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
@@ -102,11 +103,14 @@ class ValidationConfig(BaseModel):
     )
     rule_tolerance: float | None = Field(
         default=None, ge=0, le=1, description="Override the rules file's tolerance on violation rates.")
-    noise_margin: float = Field(
-        default=1.645, ge=0,
-        description="Fail a check only if its noisy value exceeds threshold + noise_margin × noise std: a one-sided "
-        "test at 5% (z = 1.645), so DP noise alone rarely fails a table whose true distance is at the threshold.",
+    noise_margin: float | None = Field(
+        default=None, ge=0,
+        description="Fail a check only if its noisy value exceeds threshold + noise_margin × noise std. Default: "
+        "the family-wise margin z = Φ⁻¹(1 − false_alarm / k) for k checks (Bonferroni), so DP noise alone fails "
+        "a table whose every true distance sits at its threshold with probability ≤ false_alarm (k = 100: z = 3.29).",
     )
+    false_alarm: float = Field(
+        default=0.05, gt=0, lt=1, description="Family-wise rate of failures caused by DP noise alone (see noise_margin).")
     audit: bool = Field(
         default=False,
         description="One-run privacy audit inside the run (dpsyn/privacy/audit.py): canaries join the training rows "
@@ -147,6 +151,7 @@ class ValidationReport(BaseModel):
     utility: dict | None = None  # noisy AUCs of TSTR and the DP TRTR model on the holdout
     n_real: int = 0
     n_synthetic: int = 0
+    noise_margin: float = 0.0  # z used for every check's limit (family-wise by default)
 
     def is_valid(self) -> bool:
         return all(c.passed for c in self.checks)
@@ -395,7 +400,10 @@ def validate(
     std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_r]
     std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
-    report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth))
+    n_checks = len(stats) + len(rule_synth) + (1 if util else 0)
+    z = config.noise_margin if config.noise_margin is not None else \
+        float(_norm.ppf(1 - config.false_alarm / max(n_checks, 1)))
+    report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth), noise_margin=z)
     i = k_r
     for col, r, sy in hists:
         report.histograms.append(ColumnHistogram(
@@ -411,7 +419,7 @@ def validate(
         if config.sampling_allowance and stat in ("tvd", "tvd2"):
             k = math.prod(cells[c] for c in column.split("/"))
             thr += math.sqrt(k * (1 / max(n, 1) + 1 / max(len(synth), 1)) / (2 * math.pi))
-        limit = thr + config.noise_margin * float(sd)
+        limit = thr + z * float(sd)
         v = float(value)
         report.checks.append(
             CheckResult(name=f"{stat}:{column}", column=column, statistic=stat, value=v, threshold=thr, limit=limit,
@@ -434,7 +442,7 @@ def validate(
                 v, m = rule_counts_synth[check]
                 rule_synth[check] = v / max(len(synth), 1)
         thr = max(real_rate, 0.0) + tol  # the real rate is known only with noise
-        limit = thr + config.noise_margin * sd
+        limit = thr + z * sd
         v = rule_synth[check]
         report.checks.append(
             CheckResult(name=check, column=check.removeprefix("rule:"), statistic=stat, value=v,
@@ -447,7 +455,7 @@ def validate(
         auc_tstr, auc_trtr = auc_from_shares(u_tstr, p_share), auc_from_shares(u_trtr, p_share)
         sd = auc_drop_std(base, p_share)
         drop = auc_trtr - auc_tstr
-        limit = config.max_auc_drop + config.noise_margin * sd
+        limit = config.max_auc_drop + z * sd
         report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": util["h"],
                           "positive": util["positive"]}
         report.checks.append(CheckResult(name="utility:auc_drop", column=schema.target, statistic="auc_drop",

@@ -15,11 +15,11 @@ import html
 import math
 from datetime import UTC, datetime
 
-__all__ = ["render_html"]
+__all__ = ["CSS", "bar_chart_svg", "render_html"]
 
 MAX_BARS = 30  # bars per plot; the smallest categories (by their larger share) are merged into "other"
 
-_CSS = """
+CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
 main{max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
@@ -61,16 +61,18 @@ def _bars(labels: list[str], real: list[float], synth: list[float]) -> tuple[lis
             [synth[i] for i in keep] + [sum(synth[i] for i in rest)])
 
 
-def _svg(column: str, labels: list[str], real: list[float], synth: list[float]) -> str:
-    """Grouped bars, real (noisy, negatives shown as 0) beside synthetic."""
+def bar_chart_svg(column: str, labels: list[str], real: list[float], synth: list[float],
+                  names: tuple[str, str] = ("real (DP)", "synthetic")) -> str:
+    """Grouped bars, the first series (noisy: negatives shown as 0) beside the second, as inline SVG."""
     labels, real, synth = _bars(labels, real, synth)
     w, h, left, bottom, top = 320, 190, 34, 58, 8
     k = max(len(labels), 1)
-    top_v = max([max(r, 0.0) for r in real] + list(synth) + [1e-9])
+    top_v = max([max(r, 0.0) for r in real] + [max(x, 0.0) for x in synth] + [1e-9])
     slot = (w - left - 4) / k
     bw = max(slot * 0.4, 0.8)
-    parts = [f'<svg class="chart" role="img" aria-label="{_e(column)}: real vs synthetic" viewBox="0 0 {w} {h}" '
+    parts = [f'<svg class="chart" role="img" aria-label="{_e(column)}: {_e(names[0])} vs {_e(names[1])}" viewBox="0 0 {w} {h}" '
              f'width="100%" xmlns="http://www.w3.org/2000/svg">']
+    who_a, who_b = names
     ph = h - bottom - top
     for t in (0.0, 0.5, 1.0):  # y grid
         y = top + ph * (1 - t)
@@ -79,7 +81,7 @@ def _svg(column: str, labels: list[str], real: list[float], synth: list[float]) 
                      f'{top_v * t:.2f}</text>')
     for i, (lab, r, s) in enumerate(zip(labels, real, synth, strict=True)):
         x0 = left + i * slot + slot * 0.1
-        for j, (v, color, who) in enumerate(((max(r, 0.0), _REAL, "real (DP)"), (s, _SYN, "synthetic"))):
+        for j, (v, color, who) in enumerate(((max(r, 0.0), _REAL, who_a), (max(s, 0.0), _SYN, who_b))):
             bh = ph * v / top_v
             parts.append(f'<rect x="{x0 + j * bw:.2f}" y="{top + ph - bh:.2f}" width="{bw:.2f}" height="{bh:.2f}" '
                          f'fill="{color}"><title>{_e(lab)} · {who}: {v:.4f}</title></rect>')
@@ -98,7 +100,7 @@ def render_html(report, *, title: str = "dpsyn validation report", context: dict
     failed_cols = {c.column for c in failures} | {p for c in failures for p in c.column.split("/")}
     made = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-           f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{_CSS}</style></head><body><main>',
+           f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{CSS}</style></head><body><main>',
            f"<h1>{_e(title)}</h1>",
            f'<div class="meta">{_e(made)} · real rows {report.n_real:,} · synthetic rows {report.n_synthetic:,} · '
            f"one-way noise std {report.noise_std:.4f}</div>"]
@@ -127,7 +129,7 @@ def render_html(report, *, title: str = "dpsyn validation report", context: dict
         for hgm in report.histograms:
             cls = "plot fail" if hgm.column in failed_cols else "plot"
             out.append(f'<figure class="{cls}" data-column="{_e(hgm.column)}"><figcaption>{_e(hgm.column)}'
-                       f"</figcaption>{_svg(hgm.column, hgm.labels, hgm.real, hgm.synthetic)}"
+                       f"</figcaption>{bar_chart_svg(hgm.column, hgm.labels, hgm.real, hgm.synthetic)}"
                        f'<div class="small">noise std {hgm.noise_std:.4f} per bar</div></figure>')
         out.append("</div>")
     out.append("<h2>Checks</h2><table><tr><th>check</th><th>statistic</th><th>value (DP)</th><th>threshold</th>"

@@ -12,15 +12,6 @@ pytestmark = pytest.mark.slow
 FAST: dict = {}  # the default dpgen settings
 
 
-@pytest.fixture(scope="module")
-def small_adult(tmp_path_factory, adult_sample_path):
-    """The first 2,000 rows of the shipped sample, in Adult's original format."""
-    p = tmp_path_factory.mktemp("data") / "adult2000.data"
-    lines = adult_sample_path.read_text().splitlines(keepends=True)[:2000]
-    p.write_text("".join(lines))
-    return p
-
-
 def _config(data, out, **kw):
     base = dict(data=data, table_schema="adult", out=out, synthesizer_config=FAST,
                 privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 3})

@@ -167,9 +167,10 @@ def test_gate_fails_the_violated_rule_and_charges_one_release(tmp_path):
     assert rep.is_valid(), [c.name for c in rep.failures()]
     assert [m.label for m in acct.ledger] == ["validation.fidelity"]
     # 7 fidelity statistics, 5 violation rates and the applicable shares of the 2 if/then rules in one
-    # Gaussian release, rule statistics with weight 4: one-way std = σ·√(7 + 7·16)/(n−1), rules' a quarter of it
+    # Gaussian release, rule statistics with weight 4, and the 7 columns' histograms (2 each):
+    # one-way std = σ·√(7 + 7·16 + 2·7)/(n−1), rules' a quarter of it
     sigma = acct.ledger[0].noise_multiplier
-    assert rep.noise_std == pytest.approx(sigma * np.sqrt(7 + 7 * 16) / 1999)
+    assert rep.noise_std == pytest.approx(sigma * np.sqrt(7 + 7 * 16 + 2 * 7) / 1999)
     assert next(c for c in rep.checks if c.name == "rule:stay_1_14").noise_std == pytest.approx(rep.noise_std / 4)
     preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
     assert preg.statistic == "rule_conditional_violation_rate" and preg.value == 0.0

@@ -81,3 +81,13 @@ def test_calibrated_sample_moves_marginals_to_targets():
     assert np.abs(np.bincount(out[:, 0], minlength=3) / 4000 - [0.5, 0.3, 0.2]).max() < 0.01
     assert np.abs(np.bincount(out[:, 1], minlength=2) / 4000 - [0.9, 0.1]).max() < 0.01
     assert calibrated_sample(draw, 7, [3, 2, 5], None, factor=4, rng=rng).shape == (7, 3)
+
+
+def test_rake_survives_targets_the_candidates_cannot_reach():
+    """A weak generator may never produce the only value a column's target keeps: no NaN weights."""
+    codes = np.array([[1, 0], [1, 1], [2, 0], [2, 1]] * 25)
+    targets = [np.array([1.0, 0.0, 0.0]), np.array([0.3, 0.7])]  # column 0: all mass on code 0, never drawn
+    w = rake(codes, [3, 2], targets)
+    assert np.all(np.isfinite(w)) and w.sum() == pytest.approx(len(codes))
+    got = np.bincount(codes[:, 1], weights=w, minlength=2) / w.sum()
+    assert got == pytest.approx(targets[1], abs=1e-3)  # the reachable column is still matched

@@ -1,0 +1,510 @@
+"""The privacy-budget ledger: a small SQLite database, ``$DPSYN_HOME/budget.db`` by default.
+
+It keeps each population (a sensitive dataset) within the lifetime privacy
+budget its owner allowed, across every run that ever reads it.
+
+Tables::
+
+    populations   population → cap ε, cap δ (NULL: no cap), when the cap was set
+    reservations  run_id → population, purpose, state, reserved ε/δ, spent ε/δ, read_at, note, timestamps
+
+Composition is *basic* (sequential) composition: a population's total is the
+sum of its runs' ε and the sum of their δ. That bound holds for any mix of
+(ε, δ)-DP mechanisms run on the same data, adaptively chosen or not, so the
+ledger is sound whatever accountant each run used internally (it may be loose:
+advanced or RDP composition across runs would give a smaller total).
+
+A run's life (every step is one ``BEGIN IMMEDIATE`` transaction, durable when
+the call returns)::
+
+    reserve(run, ε, δ)   write-ahead, before any data is read: check the cap and
+                         insert the reservation, atomically (two processes can
+                         never both take the last of the budget)
+    mark_read(run)       just before the run first reads private data
+    commit(run, ε', δ')  the actual spend, ε' ≤ ε and δ' ≤ δ; the rest is freed
+    release(run)         drop the reservation; only if mark_read was never called
+
+What counts against the cap::
+
+    remaining = cap − Σ spent (committed runs) − Σ reserved (open reservations)
+
+An open reservation counts in full: a run that dies (SIGKILL, power loss)
+after reserving leaves its whole ε charged until someone commits or releases
+it, and after ``mark_read`` it can only be committed. Nothing is ever charged
+for a released reservation.
+
+Every call is idempotent by run id: reserving a run again with the same ε and
+δ returns the stored reservation without charging twice (a different ε or δ
+raises :class:`~dpsyn.errors.LedgerConflictError`; a released reservation is
+re-opened, after a fresh cap check); committing again with the same spend, or
+releasing again, is a no-op; ``mark_read`` again is a no-op.
+
+The cap: :meth:`BudgetLedger.set_cap` stores it (and is the only way to raise
+or remove it). ``reserve(..., cap=…)`` passes the cap of the run's config: it
+is stored when the population has none, tightens a stored cap when lower, and
+raises :class:`~dpsyn.errors.ConfigError` when higher (raise it with
+``set_cap`` / ``dpsyn budget set-cap`` first). A population without a cap is
+unlimited, but every run is still recorded. Comparisons allow a relative
+slack of 1e-9 for floating-point sums (e.g. 0.1 + 0.2 against a cap of 0.3).
+
+The ledger holds population names, run ids, purposes, notes, ε and δ: no data
+value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
+from dpsyn.home import sqlite_file
+
+__all__ = [
+    "BUDGET_ENV",
+    "BudgetLedger",
+    "PopulationBudget",
+    "PrivacyBudgetExceededError",
+    "Reservation",
+    "budget_path",
+]
+
+logger = logging.getLogger(__name__)
+
+BUDGET_ENV = "DPSYN_BUDGET_URL"
+BUDGET_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
+_REL_TOL = 1e-9
+
+State = Literal["reserved", "committed", "released"]
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS meta (
+        name  TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS populations (
+        population  TEXT PRIMARY KEY,
+        cap_epsilon REAL CHECK (cap_epsilon IS NULL OR cap_epsilon >= 0),
+        cap_delta   REAL CHECK (cap_delta IS NULL OR (cap_delta >= 0 AND cap_delta <= 1)),
+        created_at  TEXT NOT NULL,
+        cap_set_at  TEXT
+    )""",
+    """CREATE TABLE IF NOT EXISTS reservations (
+        run_id           TEXT PRIMARY KEY,
+        population       TEXT NOT NULL REFERENCES populations(population),
+        purpose          TEXT NOT NULL,
+        state            TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
+        reserved_epsilon REAL NOT NULL CHECK (reserved_epsilon >= 0),
+        reserved_delta   REAL NOT NULL CHECK (reserved_delta >= 0 AND reserved_delta <= 1),
+        spent_epsilon    REAL CHECK (spent_epsilon IS NULL OR spent_epsilon >= 0),
+        spent_delta      REAL CHECK (spent_delta IS NULL OR (spent_delta >= 0 AND spent_delta <= 1)),
+        read_at          TEXT,
+        note             TEXT NOT NULL DEFAULT '',
+        created_at       TEXT NOT NULL,
+        updated_at       TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS reservations_by_population ON reservations(population, state)",
+]
+
+
+def budget_path(url: str | Path | None = None) -> Path:
+    """The SQLite file of a budget ledger URL (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path).
+
+    ``None`` means ``$DPSYN_BUDGET_URL`` if set, else ``$DPSYN_HOME/budget.db``.
+    """
+    return sqlite_file(url, env=BUDGET_ENV, default_name="budget.db", what="budget ledger")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _exceeds(value: float, limit: float) -> bool:
+    """``value > limit``, allowing a relative floating-point slack."""
+    return value > limit + max(abs(limit) * _REL_TOL, 1e-15)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+
+
+def _check_epsilon(value: float | None, what: str, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InputError(f"{what} must be a finite number ≥ 0 (got {value!r})")
+
+
+def _check_delta(value: float | None, what: str, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0 <= value <= 1:
+        raise InputError(f"{what} must be a number in [0, 1] (got {value!r})")
+
+
+def _check_name(value: str, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a non-empty string")
+
+
+class Reservation(BaseModel):
+    """One run's entry: what it reserved, what it spent, and where it stands."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    population: str
+    purpose: str
+    state: State
+    reserved_epsilon: float
+    reserved_delta: float
+    spent_epsilon: float | None = None
+    spent_delta: float | None = None
+    read_at: str | None = None
+    note: str = ""
+    created_at: str
+    updated_at: str
+
+    @computed_field
+    @property
+    def data_read(self) -> bool:
+        """Whether the run was marked as having read private data (it can then no longer be released)."""
+        return self.read_at is not None
+
+    @computed_field
+    @property
+    def charged_epsilon(self) -> float:
+        """What this run counts against the cap: reserved ε while open, spent ε once committed, 0 if released."""
+        if self.state == "reserved":
+            return self.reserved_epsilon
+        if self.state == "committed":
+            return self.spent_epsilon or 0.0
+        return 0.0
+
+    @computed_field
+    @property
+    def charged_delta(self) -> float:
+        if self.state == "reserved":
+            return self.reserved_delta
+        if self.state == "committed":
+            return self.spent_delta or 0.0
+        return 0.0
+
+
+class PopulationBudget(BaseModel):
+    """A population's cap and totals (basic composition), with the runs behind them."""
+
+    population: str
+    cap_epsilon: float | None
+    cap_delta: float | None
+    spent_epsilon: float
+    reserved_epsilon: float
+    remaining_epsilon: float | None
+    spent_delta: float
+    reserved_delta: float
+    remaining_delta: float | None
+    cap_set_at: str | None = None
+    runs: list[Reservation]
+
+
+def _reservation(row: sqlite3.Row) -> Reservation:
+    return Reservation(**dict(zip(row.keys(), tuple(row), strict=True)))
+
+
+def _totals(db: sqlite3.Connection, population: str) -> tuple[float, float, float, float]:
+    """(spent ε, reserved ε, spent δ, reserved δ) of a population, summed exactly."""
+    rows = db.execute("SELECT state, reserved_epsilon, reserved_delta, spent_epsilon, spent_delta "
+                      "FROM reservations WHERE population = ? AND state != 'released'", (population,)).fetchall()
+    committed = [r for r in rows if r["state"] == "committed"]  # they count what they spent
+    return (math.fsum(r["spent_epsilon"] or 0.0 for r in committed),
+            math.fsum(r["reserved_epsilon"] for r in rows if r["state"] == "reserved"),  # open: in full
+            math.fsum(r["spent_delta"] or 0.0 for r in committed),
+            math.fsum(r["reserved_delta"] for r in rows if r["state"] == "reserved"))
+
+
+class BudgetLedger:
+    """The privacy-budget ledger at ``url`` (see :func:`budget_path`); created on first write."""
+
+    def __init__(self, url: str | Path | None = None):
+        self.path = budget_path(url)
+
+    def __repr__(self) -> str:
+        return f"BudgetLedger({str(self.path)!r})"
+
+    # -- connection -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (schema included).
+
+        Reading a ledger that does not exist yet (or an empty file) reads an empty one.
+        """
+        conn = None
+        try:
+            if write or self.path.exists():
+                if write:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                if not write:
+                    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                    if "reservations" not in tables:
+                        conn.close()
+                        conn = None
+                        if tables:
+                            raise InputError(f"{self.path} is not a dpsyn budget ledger (it holds other tables)")
+            if conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                for stmt in _SCHEMA:
+                    conn.execute(stmt)
+        except (sqlite3.DatabaseError, OSError) as e:
+            if conn is not None:
+                conn.close()
+            raise InputError(f"budget ledger {self.path} cannot be opened ({type(e).__name__})") from None
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            if write:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for stmt in _SCHEMA:
+                        conn.execute(stmt)
+                    conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('budget_version', ?)",
+                                 (str(BUDGET_VERSION),))
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            else:
+                yield conn
+        except sqlite3.IntegrityError:
+            raise LedgerConflictError(f"budget ledger {self.path}: the change contradicts a stored record") from None
+        except sqlite3.DatabaseError as e:
+            raise InputError(f"budget ledger {self.path} cannot be used ({type(e).__name__})") from None
+        finally:
+            conn.close()
+
+    # -- writes -----------------------------------------------------------------------------
+    def set_cap(self, population: str, epsilon: float | None, delta: float | None = None) -> None:
+        """Set the lifetime cap of ``population`` (``None``: no cap). The only way to raise or remove a cap.
+
+        Both caps are set as given: ``delta=None`` means no δ cap. A cap below
+        what is already spent is stored as asked; the population then has no
+        budget left (``remaining`` is negative) and every reservation fails.
+        """
+        _check_name(population, "population")
+        _check_epsilon(epsilon, "cap ε", optional=True)
+        _check_delta(delta, "cap δ", optional=True)
+        now = _now()
+        with self._connect(write=True) as db:
+            db.execute("INSERT INTO populations(population, cap_epsilon, cap_delta, created_at, cap_set_at) "
+                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT(population) DO UPDATE SET "
+                       "cap_epsilon = excluded.cap_epsilon, cap_delta = excluded.cap_delta, "
+                       "cap_set_at = excluded.cap_set_at",
+                       (population, epsilon, delta, now, now))
+        logger.info("budget: population %s cap set to ε=%s δ=%s", population, epsilon, delta)
+
+    def reserve(
+        self,
+        population: str,
+        run_id: str,
+        epsilon: float,
+        delta: float = 0.0,
+        *,
+        cap: float | None = None,
+        cap_delta: float | None = None,
+        purpose: str = "synthesize",
+        note: str = "",
+    ) -> Reservation:
+        """Reserve ``epsilon`` (and ``delta``) of ``population``'s budget for ``run_id``, before reading any data.
+
+        Checks the cap and inserts the reservation in one transaction. ``cap``
+        / ``cap_delta`` are the caps of the run's config (see the module
+        docstring). Raises :class:`PrivacyBudgetExceededError` if the
+        reservation does not fit. Idempotent by ``run_id``.
+        """
+        _check_name(population, "population")
+        _check_name(run_id, "run id")
+        _check_epsilon(epsilon, "ε")
+        _check_delta(delta, "δ")
+        _check_epsilon(cap, "cap ε", optional=True)
+        _check_delta(cap_delta, "cap δ", optional=True)
+        now = _now()
+        with self._connect(write=True) as db:
+            old = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
+            if old is not None:
+                if old["population"] != population or not _same(old["reserved_epsilon"], epsilon) \
+                        or not _same(old["reserved_delta"], delta):
+                    raise LedgerConflictError(
+                        f"run {run_id} already holds a reservation of ε={old['reserved_epsilon']:g}, "
+                        f"δ={old['reserved_delta']:g} on population '{old['population']}'; a run id reserves once "
+                        f"(use a new run id for ε={epsilon:g}, δ={delta:g} on '{population}')")
+                if old["state"] != "released":
+                    return _reservation(old)  # a retry: already charged
+            pop = self._population(db, population, cap, cap_delta, now)
+            spent_e, reserved_e, spent_d, reserved_d = _totals(db, population)
+            cap_e, cap_d = pop["cap_epsilon"], pop["cap_delta"]
+            if cap_e is not None and _exceeds(spent_e + reserved_e + epsilon, cap_e):
+                raise PrivacyBudgetExceededError(_over_cap(
+                    population, "ε", epsilon, cap_e, spent_e, reserved_e, run_id))
+            if cap_d is not None and _exceeds(spent_d + reserved_d + delta, cap_d):
+                raise PrivacyBudgetExceededError(_over_cap(
+                    population, "δ", delta, cap_d, spent_d, reserved_d, run_id))
+            if old is not None:  # a released reservation, opened again
+                db.execute("UPDATE reservations SET state = 'reserved', read_at = NULL, spent_epsilon = NULL, "
+                           "spent_delta = NULL, purpose = ?, note = ?, updated_at = ? WHERE run_id = ?",
+                           (purpose, note, now, run_id))
+            else:
+                db.execute("INSERT INTO reservations(run_id, population, purpose, state, reserved_epsilon, "
+                           "reserved_delta, note, created_at, updated_at) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
+                           (run_id, population, purpose, float(epsilon), float(delta), note, now, now))
+            row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
+        logger.info("budget: run %s reserved ε=%g δ=%g of population %s", run_id, epsilon, delta, population)
+        return _reservation(row)
+
+    @staticmethod
+    def _population(db: sqlite3.Connection, population: str, cap: float | None, cap_delta: float | None,
+                    now: str) -> sqlite3.Row:
+        """The population's row, created if new; a config cap sets a missing cap or tightens a stored one."""
+        row = db.execute("SELECT * FROM populations WHERE population = ?", (population,)).fetchone()
+        if row is None:
+            db.execute("INSERT INTO populations(population, cap_epsilon, cap_delta, created_at, cap_set_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (population, cap, cap_delta, now,
+                                                  now if cap is not None or cap_delta is not None else None))
+        else:
+            for column, asked, symbol in (("cap_epsilon", cap, "ε"), ("cap_delta", cap_delta, "δ")):
+                stored = row[column]
+                if asked is None or (stored is not None and _same(asked, stored)):
+                    continue
+                if stored is not None and asked > stored:
+                    raise ConfigError(
+                        f"the run's config caps population '{population}' at {symbol}={asked:g}, above the recorded "
+                        f"lifetime cap {symbol}={stored:g}; a cap is raised only on purpose: "
+                        f"dpsyn budget set-cap --population {population} ... (or lower the config's cap)")
+                db.execute(f"UPDATE populations SET {column} = ?, cap_set_at = ? WHERE population = ?",
+                           (asked, now, population))
+                logger.info("budget: population %s cap %s set to %g by a run's config", population, symbol, asked)
+        return db.execute("SELECT * FROM populations WHERE population = ?", (population,)).fetchone()
+
+    def mark_read(self, run_id: str) -> None:
+        """Record that ``run_id`` is about to read private data: from now on it can only be committed."""
+        now = _now()
+        with self._connect(write=True) as db:
+            row = self._row(db, run_id)
+            if row["state"] == "released":
+                raise LedgerConflictError(
+                    f"run {run_id}'s budget reservation was released; reserve again before reading data")
+            if row["read_at"] is None:
+                db.execute("UPDATE reservations SET read_at = ?, updated_at = ? WHERE run_id = ?", (now, now, run_id))
+
+    def commit(self, run_id: str, epsilon: float, delta: float = 0.0, *, note: str | None = None) -> Reservation:
+        """Record what ``run_id`` actually spent (at most what it reserved); the rest of its reservation is freed.
+
+        Committing again with the same spend is a no-op; with another spend it
+        raises :class:`LedgerConflictError`. A spend above the reservation
+        raises :class:`PrivacyBudgetExceededError` and leaves the reservation
+        (charged in full) in place. ``note`` replaces the stored note if given.
+        """
+        _check_epsilon(epsilon, "spent ε")
+        _check_delta(delta, "spent δ")
+        now = _now()
+        with self._connect(write=True) as db:
+            row = self._row(db, run_id)
+            if row["state"] == "committed":
+                if _same(row["spent_epsilon"], epsilon) and _same(row["spent_delta"], delta):
+                    return _reservation(row)
+                raise LedgerConflictError(
+                    f"run {run_id} already committed ε={row['spent_epsilon']:g}, δ={row['spent_delta']:g} "
+                    f"(asked to commit ε={epsilon:g}, δ={delta:g}); a commit is final")
+            if row["state"] == "released":
+                raise LedgerConflictError(
+                    f"run {run_id}'s budget reservation was released; it cannot be committed (reserve again first)")
+            for symbol, spent, reserved in (("ε", epsilon, row["reserved_epsilon"]),
+                                            ("δ", delta, row["reserved_delta"])):
+                if _exceeds(spent, reserved):
+                    raise PrivacyBudgetExceededError(
+                        f"run {run_id} spent {symbol}={spent:g} but reserved only {symbol}={reserved:g} of population "
+                        f"'{row['population']}'; the reservation stays charged in full. This is a bug in the "
+                        f"run's accounting: report it")
+            db.execute("UPDATE reservations SET state = 'committed', spent_epsilon = ?, spent_delta = ?, "
+                       "note = COALESCE(?, note), updated_at = ? WHERE run_id = ?",
+                       (float(epsilon), float(delta), note, now, run_id))
+            row = self._row(db, run_id)
+        logger.info("budget: run %s committed ε=%g δ=%g", run_id, epsilon, delta)
+        return _reservation(row)
+
+    def release(self, run_id: str) -> Reservation:
+        """Drop ``run_id``'s reservation (nothing charged); only if it never read data. Releasing twice is a no-op."""
+        now = _now()
+        with self._connect(write=True) as db:
+            row = self._row(db, run_id)
+            if row["state"] == "released":
+                return _reservation(row)
+            if row["state"] == "committed":
+                raise LedgerConflictError(f"run {run_id} already committed its spend; a commit cannot be released")
+            if row["read_at"] is not None:
+                raise LedgerConflictError(
+                    f"run {run_id} read private data at {row['read_at']}: its reservation cannot be released, "
+                    f"commit the ε it spent (ledger.commit); until then the full reservation stays charged")
+            db.execute("UPDATE reservations SET state = 'released', updated_at = ? WHERE run_id = ?", (now, run_id))
+            row = self._row(db, run_id)
+        logger.info("budget: run %s released its reservation", run_id)
+        return _reservation(row)
+
+    @staticmethod
+    def _row(db: sqlite3.Connection, run_id: str) -> sqlite3.Row:
+        row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise InputError(f"run {run_id} has no privacy-budget reservation (reserve before reading data)")
+        return row
+
+    # -- reads ------------------------------------------------------------------------------
+    def get(self, run_id: str) -> Reservation | None:
+        with self._connect(write=False) as db:
+            row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
+        return _reservation(row) if row is not None else None
+
+    def status(self, population: str | None = None) -> list[PopulationBudget]:
+        """Cap, totals and runs of every population (or of one; ``[]`` if it is not recorded), by name."""
+        with self._connect(write=False) as db:
+            if population is None:
+                pops = db.execute("SELECT * FROM populations ORDER BY population").fetchall()
+            else:
+                pops = db.execute("SELECT * FROM populations WHERE population = ?", (population,)).fetchall()
+            out = []
+            for p in pops:
+                name = p["population"]
+                runs = db.execute("SELECT * FROM reservations WHERE population = ? ORDER BY created_at, rowid",
+                                  (name,)).fetchall()
+                spent_e, reserved_e, spent_d, reserved_d = _totals(db, name)
+                cap_e, cap_d = p["cap_epsilon"], p["cap_delta"]
+                out.append(PopulationBudget(
+                    population=name, cap_epsilon=cap_e, cap_delta=cap_d,
+                    spent_epsilon=spent_e, reserved_epsilon=reserved_e,
+                    remaining_epsilon=None if cap_e is None else cap_e - spent_e - reserved_e,
+                    spent_delta=spent_d, reserved_delta=reserved_d,
+                    remaining_delta=None if cap_d is None else cap_d - spent_d - reserved_d,
+                    cap_set_at=p["cap_set_at"], runs=[_reservation(r) for r in runs],
+                ))
+        return out
+
+
+def _over_cap(population: str, symbol: str, asked: float, cap: float, spent: float, reserved: float,
+              run_id: str) -> str:
+    remaining = cap - spent - reserved
+    return (f"privacy budget of population '{population}' exceeded: run {run_id} asks for {symbol}={asked:g}, "
+            f"but the lifetime cap is {symbol}={cap:g}, with {spent:g} spent and {reserved:g} reserved by open runs, "
+            f"so {max(remaining, 0.0):g} remains. Raise the cap (dpsyn budget set-cap --population {population} "
+            f"...) if the data owner allows it, wait for open runs to commit or release, or use a smaller "
+            f"{symbol}")

@@ -1,0 +1,74 @@
+"""The ``monitor_drift`` flow: has the real data moved since the champion model was trained?
+
+Monthly (deployments/prefect.yaml): reserve the check's ε in the population's
+budget ledger → scrub and mask the champion's training batch and the newest
+batch → one DP release of per-column KS statistics and share vectors (PSI) →
+report (MLflow run, HTML with plots, Prefect artifact) → commit the spend → on
+drift, run ``synthesize`` on the new batch (which reserves its own ε, and is
+refused with an alert in the report if the lifetime cap cannot cover it).
+Without a champion yet, the monitor trains the first model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from dpsyn.config import DriftMonitorConfig
+from dpsyn.errors import PrivacyBudgetExceededError
+from flows.synthesize import synthesize
+from tasks import budget as budget_tasks
+from tasks import drift as drift_tasks
+from tasks import stages
+
+
+@flow(name="monitor-drift", log_prints=False, persist_result=False, validate_parameters=True)
+def monitor_drift(config: DriftMonitorConfig) -> dict:
+    """Compare the newest batch with the champion's training batch; retrain on drift within the budget."""
+    from dpsyn.schema import load_schema
+
+    schema_name = load_schema(config.synthesize.table_schema).name
+    retrain_cfg = config.synthesize.model_copy(update={"data": config.data, "versioned_output": True})
+    reference = drift_tasks.champion_batch(config, schema_name)
+    if reference is None:
+        return {"drifted": None, "retrained": True, "reason": "no champion model yet: trained the first one",
+                "synthesize": synthesize(retrain_cfg)}
+
+    budget = config.synthesize.budget
+    population = budget_tasks.population_of(budget, schema_name)
+    key = budget_tasks.run_key("drift-check")
+    budget_tasks.reserve(budget, population, key, config.drift.epsilon, budget_tasks.DELTA_BOUND, purpose="drift-check",
+                         note=f"new batch {Path(config.data).name}")
+    ref_work, cur_work, work = stages.make_workdir(), stages.make_workdir(), stages.make_workdir()
+    try:
+        try:
+            budget_tasks.mark_read(budget, key)
+            no_holdout = config.synthesize.validation.model_copy(update={"utility": False})
+            for data, w in ((Path(reference["path"]), ref_work), (config.data, cur_work)):
+                cfg = config.synthesize.model_copy(update={"data": data, "validation": no_holdout})
+                stages.scrub(cfg, w)
+                stages.mask(cfg, w)
+            result = drift_tasks.detect(config, ref_work, cur_work, work, reference)
+        except BaseException:
+            budget_tasks.settle(budget, key, None)  # after reading, the whole reservation stays charged
+            drift_tasks.log_drift(config, None, work, reference=reference, population=population, status="FAILED")
+            raise
+        budget_tasks.settle(budget, key, result["privacy"])
+        alert = None
+        if result["drifted"] and config.retrain:
+            left = budget_tasks.status(budget, population).get("remaining_epsilon")
+            need = retrain_cfg.privacy.epsilon
+            if left is not None and left < need:
+                alert = (f"retraining refused: population '{population}' has ε={left:.4f} left of its lifetime cap "
+                         f"and the run needs ε={need:g}; raise the cap (dpsyn budget set-cap) or lower ε")
+        drift_tasks.log_drift(config, result, work, reference=reference, population=population, alert=alert)
+        drift_tasks.publish_artifact(result, alert)
+    finally:
+        for w in (ref_work, cur_work, work):
+            stages.remove_workdir(w)
+    if alert:
+        raise PrivacyBudgetExceededError(alert)
+    retrained = synthesize(retrain_cfg) if result["drifted"] and config.retrain else None
+    return {"drifted": result["drifted"], "summary": result["summary"], "retrained": retrained is not None,
+            "synthesize": retrained, "epsilon_spent": result["privacy"]["epsilon_spent"], "population": population}

@@ -1,0 +1,72 @@
+"""Prefect tasks around the lifetime budget ledger (dpsyn.budget): reserve before reading, commit after.
+
+The run id is the Prefect flow run's id, so a retried task of the same run is
+not charged twice (the ledger is idempotent per run id). These tasks never
+retry on their own: a task that spends budget does not retry blindly.
+"""
+
+from __future__ import annotations
+
+from prefect import task
+
+from dpsyn.config import BudgetConfig
+
+NOBUDGETRETRY = dict(persist_result=False, retries=0)
+DELTA_BOUND = 0.01  # reserved δ when none is configured: above the default δ (≤ 1/(10 n)) for n ≥ 10 rows
+NO_SPEND = {"epsilon_spent": 0.0, "delta": 0.0}  # read data, but no DP mechanism ran: nothing was released
+
+
+def run_key(purpose: str) -> str:
+    """This flow run's id (a fresh id outside Prefect), prefixed by the purpose."""
+    import uuid
+
+    from prefect.runtime import flow_run
+
+    return f"{purpose}:{flow_run.id or uuid.uuid4().hex}"
+
+
+def population_of(budget: BudgetConfig, schema_name: str) -> str:
+    return budget.population or schema_name
+
+
+@task(name="budget-reserve", **NOBUDGETRETRY)
+def reserve(budget: BudgetConfig, population: str, run_id: str, epsilon: float, delta: float, *,
+            purpose: str, note: str = "") -> dict:
+    """Write-ahead: reserve ε (and δ) before any data is read; refused if it would pass the lifetime cap."""
+    from dpsyn.budget import BudgetLedger
+
+    r = BudgetLedger(budget.ledger_url).reserve(population, run_id, epsilon, delta, cap=budget.lifetime_epsilon,
+                                                purpose=purpose, note=note)
+    return r.model_dump()
+
+
+@task(name="budget-mark-read", **NOBUDGETRETRY)
+def mark_read(budget: BudgetConfig, run_id: str) -> None:
+    """From here on the reservation can only be committed (a crash keeps it counted as spent)."""
+    from dpsyn.budget import BudgetLedger
+
+    BudgetLedger(budget.ledger_url).mark_read(run_id)
+
+
+@task(name="budget-settle", **NOBUDGETRETRY)
+def settle(budget: BudgetConfig, run_id: str, privacy: dict | None, note: str | None = None) -> dict | None:
+    """Commit the accountant's actual spend, or release the reservation if no data was read."""
+    from dpsyn.budget import BudgetLedger
+
+    ledger = BudgetLedger(budget.ledger_url)
+    r = ledger.get(run_id)
+    if r is None:
+        return None
+    if not r.data_read:
+        return ledger.release(run_id).model_dump()
+    if privacy is None:  # read data but never got to record a spend: the whole reservation stays charged
+        return ledger.commit(run_id, r.reserved_epsilon, r.reserved_delta, note=note).model_dump()
+    return ledger.commit(run_id, float(privacy["epsilon_spent"]), float(privacy["delta"]), note=note).model_dump()
+
+
+@task(name="budget-status", **NOBUDGETRETRY)
+def status(budget: BudgetConfig, population: str) -> dict:
+    from dpsyn.budget import BudgetLedger
+
+    (p,) = BudgetLedger(budget.ledger_url).status(population) or [None]
+    return {} if p is None else p.model_dump(exclude={"runs"})

@@ -1,0 +1,370 @@
+"""dpsyn.budget: the lifetime privacy-budget ledger (reserve → mark_read → commit / release) and `dpsyn budget`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpsyn.budget import BUDGET_ENV, BudgetLedger, budget_path
+from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'state' / 'budget.db'}"
+
+
+@pytest.fixture
+def ledger(url) -> BudgetLedger:
+    return BudgetLedger(url)
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+# -- paths ---------------------------------------------------------------------------------------
+def test_budget_path(monkeypatch, tmp_path):
+    monkeypatch.setenv("DPSYN_HOME", str(tmp_path))
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    assert budget_path() == tmp_path / "budget.db"
+    assert BudgetLedger().path == tmp_path / "budget.db"
+    assert budget_path(f"sqlite:///{tmp_path}/x.db") == tmp_path / "x.db"
+    assert budget_path(str(tmp_path / "y.db")) == tmp_path / "y.db"
+    assert budget_path(tmp_path / "z.db") == tmp_path / "z.db"
+    monkeypatch.setenv(BUDGET_ENV, f"sqlite:///{tmp_path}/env.db")
+    assert budget_path() == tmp_path / "env.db"
+    for bad in ("postgresql://host/db", "sqlite://", "sqlite:///"):
+        with pytest.raises(ConfigError):
+            budget_path(bad)
+
+
+def test_reads_do_not_create_the_ledger_and_foreign_files_are_refused(tmp_path):
+    led = BudgetLedger(tmp_path / "none" / "budget.db")
+    assert led.status() == [] and led.get("r") is None
+    assert not led.path.exists() and not led.path.parent.exists()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE t (x)")
+    with pytest.raises(InputError, match="not a dpsyn budget ledger"):
+        BudgetLedger(other).status()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database, not at all, no\n" * 20)
+    with pytest.raises(InputError, match="cannot be"):
+        BudgetLedger(text).status()
+
+
+# -- the life of a run ---------------------------------------------------------------------------
+def test_reserve_commit_and_release(ledger):
+    r = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=3.0, note="mlflow abc")
+    assert (r.state, r.reserved_epsilon, r.reserved_delta, r.spent_epsilon, r.data_read) == (
+        "reserved", 1.0, 1e-6, None, False)
+    assert (r.purpose, r.note) == ("synthesize", "mlflow abc")
+    [pop] = ledger.status()
+    assert (pop.cap_epsilon, pop.reserved_epsilon, pop.spent_epsilon, pop.remaining_epsilon) == (3.0, 1.0, 0.0, 2.0)
+
+    ledger.mark_read("run-1")
+    assert ledger.get("run-1").data_read
+    c = ledger.commit("run-1", 0.8, 1e-6, note="mlflow abc; prv")
+    assert (c.state, c.spent_epsilon, c.spent_delta, c.charged_epsilon, c.note) == (
+        "committed", 0.8, 1e-6, 0.8, "mlflow abc; prv")
+    [pop] = ledger.status("adult")
+    assert (pop.spent_epsilon, pop.reserved_epsilon) == (0.8, 0.0)
+    assert pop.remaining_epsilon == pytest.approx(2.2)
+
+    ledger.reserve("adult", "run-2", 2.0, purpose="drift-check")
+    assert ledger.status("adult")[0].remaining_epsilon == pytest.approx(0.2)
+    rel = ledger.release("run-2")  # never read data: the reservation is given back
+    assert (rel.state, rel.charged_epsilon) == ("released", 0.0)
+    [pop] = ledger.status("adult")
+    assert pop.remaining_epsilon == pytest.approx(2.2) and [r.run_id for r in pop.runs] == ["run-1", "run-2"]
+
+
+def test_release_after_mark_read_raises_and_the_reservation_stays_charged(ledger):
+    ledger.reserve("adult", "run-1", 1.0, cap=2.0)
+    ledger.mark_read("run-1")
+    with pytest.raises(LedgerConflictError, match="read private data.*cannot be released.*commit"):
+        ledger.release("run-1")
+    r = ledger.get("run-1")
+    assert r.state == "reserved" and r.charged_epsilon == 1.0
+    assert ledger.status("adult")[0].remaining_epsilon == 1.0
+    assert ledger.commit("run-1", 1.0).state == "committed"
+    with pytest.raises(LedgerConflictError, match="cannot be released"):
+        ledger.release("run-1")
+
+
+def test_commit_above_the_reservation_raises(ledger):
+    ledger.reserve("adult", "run-1", 1.0, 1e-6)
+    with pytest.raises(PrivacyBudgetExceededError, match=r"spent ε=1\.5 but reserved only ε=1"):
+        ledger.commit("run-1", 1.5, 1e-6)
+    with pytest.raises(PrivacyBudgetExceededError, match="δ"):
+        ledger.commit("run-1", 1.0, 1e-5)
+    r = ledger.get("run-1")
+    assert r.state == "reserved" and r.charged_epsilon == 1.0  # still charged in full
+    assert ledger.commit("run-1", 1.0 + 1e-12, 1e-6).state == "committed"  # floating-point slack only
+
+
+def test_over_cap_reserve_names_every_number(ledger):
+    ledger.set_cap("adult", 2.5)
+    ledger.reserve("adult", "a", 1.0)
+    ledger.commit("a", 0.6)
+    ledger.reserve("adult", "b", 1.0)
+    with pytest.raises(PrivacyBudgetExceededError) as e:
+        ledger.reserve("adult", "c", 1.0)
+    msg = str(e.value)
+    for part in ("population 'adult'", "run c asks for ε=1", "cap is ε=2.5", "0.6 spent", "1 reserved",
+                 "0.9 remains", "set-cap --population adult", "wait for open runs", "smaller ε"):
+        assert part in msg, (part, msg)
+    assert ledger.get("c") is None and ledger.status("adult")[0].reserved_epsilon == 1.0
+    assert ledger.reserve("adult", "c", 0.9).state == "reserved"  # exactly what remains fits
+
+
+def test_delta_cap_and_float_slack(ledger):
+    ledger.set_cap("p", 0.3, 2e-6)
+    ledger.reserve("p", "a", 0.1, 1e-6)
+    ledger.reserve("p", "b", 0.2, 1e-6)  # 0.1 + 0.2 > 0.3 in floating point, but within the slack
+    ledger.set_cap("q", None, 1e-6)
+    ledger.reserve("q", "c", 100.0, 1e-6)
+    with pytest.raises(PrivacyBudgetExceededError, match="δ"):
+        ledger.reserve("q", "d", 1.0, 1e-7)
+    ledger.reserve("q", "e", 1.0, 0.0)
+
+
+# -- idempotency ---------------------------------------------------------------------------------
+def test_reserve_and_commit_are_idempotent(ledger):
+    first = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=2.0)
+    again = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=2.0)
+    assert again == first
+    assert ledger.status("adult")[0].reserved_epsilon == 1.0  # charged once
+    ledger.reserve("adult", "run-2", 1.0, 1e-6)  # the whole cap: a double charge would have failed here
+    with pytest.raises(LedgerConflictError, match="already holds a reservation"):
+        ledger.reserve("adult", "run-1", 0.5, 1e-6)
+    with pytest.raises(LedgerConflictError, match="already holds a reservation"):
+        ledger.reserve("census", "run-1", 1.0, 1e-6)
+
+    ledger.mark_read("run-1")
+    ledger.mark_read("run-1")
+    c1 = ledger.commit("run-1", 0.7, 1e-6)
+    c2 = ledger.commit("run-1", 0.7, 1e-6)
+    assert c1 == c2 and ledger.status("adult")[0].spent_epsilon == 0.7
+    assert ledger.reserve("adult", "run-1", 1.0, 1e-6).state == "committed"  # a late retry changes nothing
+    with pytest.raises(LedgerConflictError, match="already committed"):
+        ledger.commit("run-1", 0.8, 1e-6)
+
+    ledger.release("run-2")
+    assert ledger.release("run-2").state == "released"
+    with pytest.raises(LedgerConflictError, match="released"):
+        ledger.commit("run-2", 0.1)
+    with pytest.raises(LedgerConflictError, match="released"):
+        ledger.mark_read("run-2")
+    reopened = ledger.reserve("adult", "run-2", 1.0, 1e-6)  # e.g. a retried task: checked against the cap again
+    assert reopened.state == "reserved" and not reopened.data_read
+    with pytest.raises(InputError, match="no privacy-budget reservation"):
+        ledger.commit("nope", 0.1)
+
+
+def test_status_totals_are_the_sum_of_the_runs(ledger):
+    spends = [0.1, 0.2, 0.3, 0.15, 0.05]
+    for i, eps in enumerate(spends):
+        ledger.reserve("adult", f"c{i}", eps + 0.1, 1e-7)
+        ledger.mark_read(f"c{i}")
+        ledger.commit(f"c{i}", eps, 1e-7)
+    ledger.reserve("adult", "open", 0.4, 2e-7)
+    ledger.reserve("adult", "gone", 5.0)
+    ledger.release("gone")
+    ledger.reserve("census", "other", 9.0)
+    [pop] = ledger.status("adult")
+    assert pop.spent_epsilon == pytest.approx(math.fsum(spends))
+    assert pop.spent_epsilon == pytest.approx(math.fsum(r.spent_epsilon for r in pop.runs if r.state == "committed"))
+    assert pop.reserved_epsilon == 0.4 and pop.reserved_delta == 2e-7
+    assert pop.spent_delta == pytest.approx(5e-7)
+    assert math.fsum(r.charged_epsilon for r in pop.runs) == pytest.approx(pop.spent_epsilon + pop.reserved_epsilon)
+    assert pop.cap_epsilon is None and pop.remaining_epsilon is None  # no cap: unlimited, but recorded
+    assert [p.population for p in ledger.status()] == ["adult", "census"]
+    assert ledger.status("nobody") == []
+
+
+def test_caps_from_the_config_set_and_tighten_but_never_raise(ledger):
+    ledger.reserve("adult", "a", 1.0)  # no cap yet
+    assert ledger.status("adult")[0].cap_epsilon is None
+    ledger.reserve("adult", "b", 1.0, cap=5.0)  # sets it
+    assert ledger.status("adult")[0].cap_epsilon == 5.0
+    ledger.reserve("adult", "c", 1.0, cap=4.0)  # tightens it
+    assert ledger.status("adult")[0].cap_epsilon == 4.0
+    with pytest.raises(ConfigError, match="above the recorded lifetime cap.*set-cap"):
+        ledger.reserve("adult", "d", 0.5, cap=6.0)
+    assert ledger.get("d") is None
+    with pytest.raises(PrivacyBudgetExceededError):
+        ledger.reserve("adult", "d", 1.5, cap=4.0)
+    ledger.set_cap("adult", 6.0)  # raising is explicit
+    assert ledger.reserve("adult", "d", 1.5, cap=6.0).state == "reserved"
+    ledger.set_cap("adult", 1.0)  # below what is charged: nothing more fits
+    assert ledger.status("adult")[0].remaining_epsilon == pytest.approx(-3.5)
+    with pytest.raises(PrivacyBudgetExceededError, match="0 remains"):
+        ledger.reserve("adult", "e", 0.01)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, "1", True])
+def test_invalid_numbers_are_refused(ledger, bad):
+    with pytest.raises(InputError):
+        ledger.reserve("adult", "r", bad)
+    with pytest.raises(InputError):
+        ledger.set_cap("adult", bad)
+    assert ledger.status() == []
+
+
+def test_invalid_names_and_delta_are_refused(ledger):
+    for args in (("", "r", 1.0), ("adult", " ", 1.0), ("adult", "r", 1.0, 1.5)):
+        with pytest.raises(InputError):
+            ledger.reserve(*args)
+    with pytest.raises(InputError):
+        ledger.set_cap("adult", 1.0, 2.0)
+
+
+# -- processes -----------------------------------------------------------------------------------
+_RACE = """
+import sys, time
+from pathlib import Path
+from dpsyn.budget import BudgetLedger, PrivacyBudgetExceededError
+url, run_id, go = sys.argv[1:4]
+ledger = BudgetLedger(url)
+print("ready", flush=True)
+while not Path(go).exists():
+    time.sleep(0.002)
+try:
+    ledger.reserve("race", run_id, 1.0, cap=2.5)
+except PrivacyBudgetExceededError:
+    sys.exit(3)
+"""
+
+
+def test_four_processes_racing_for_the_last_of_the_budget(url, tmp_path):
+    """Four processes reserve ε=1 against a cap of 2.5 on a ledger none has created yet: exactly two succeed."""
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _RACE, url, f"run-{i}", str(go)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_child_env()) for i in range(4)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        go.touch()
+        codes = [p.wait(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    errors = [p.stderr.read() for p in procs]
+    assert sorted(codes) == [0, 0, 3, 3], errors
+    [pop] = BudgetLedger(url).status()
+    assert (pop.cap_epsilon, pop.reserved_epsilon, pop.remaining_epsilon) == (2.5, 2.0, 0.5)
+    assert sorted(r.run_id for r in pop.runs) == sorted(f"run-{i}" for i, c in enumerate(codes) if c == 0)
+
+
+_TRAIN = """
+import sys, time
+from dpsyn.budget import BudgetLedger
+ledger = BudgetLedger(sys.argv[1])
+ledger.reserve("adult", "killed-run", 1.5, 1e-6, cap=4.0, note="mlflow 0123")
+ledger.mark_read("killed-run")
+print("training", flush=True)
+time.sleep(300)
+ledger.commit("killed-run", 1.5, 1e-6)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_run_killed_while_training_stays_charged(url):
+    p = subprocess.Popen([sys.executable, "-c", _TRAIN, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=_child_env())
+    try:
+        assert p.stdout.readline().strip() == "training", p.stderr.read()
+        os.kill(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+    ledger = BudgetLedger(url)
+    r = ledger.get("killed-run")
+    assert r is not None and r.state == "reserved" and r.data_read and r.charged_epsilon == 1.5
+    [pop] = ledger.status("adult")
+    assert (pop.reserved_epsilon, pop.remaining_epsilon) == (1.5, 2.5)
+    with pytest.raises(LedgerConflictError):
+        ledger.release("killed-run")
+    with pytest.raises(PrivacyBudgetExceededError):
+        ledger.reserve("adult", "next", 3.0)
+    assert ledger.reserve("adult", "next", 2.5).state == "reserved"
+
+
+# -- CLI -----------------------------------------------------------------------------------------
+@pytest.fixture
+def cli():
+    from dpsyn_cli.main import app
+
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, ["budget", *args])
+
+
+def test_cli_show_json_and_text(cli, ledger, url):
+    ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=3.0, note="mlflow [abc]")
+    ledger.mark_read("run-1")
+    ledger.commit("run-1", 0.9, 1e-6)
+    ledger.reserve("adult", "run-2", 0.5, purpose="drift-check")
+    ledger.reserve("census", "run-3", 2.0)
+
+    res = cli("show", "--ledger", url, "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["ledger"] == str(ledger.path)
+    adult, census = out["populations"]
+    assert (adult["population"], adult["cap_epsilon"], adult["spent_epsilon"], adult["reserved_epsilon"]) == (
+        "adult", 3.0, 0.9, 0.5)
+    assert adult["remaining_epsilon"] == pytest.approx(1.6)
+    assert [(r["run_id"], r["state"], r["purpose"]) for r in adult["runs"]] == [
+        ("run-1", "committed", "synthesize"), ("run-2", "reserved", "drift-check")]
+    assert census["cap_epsilon"] is None and census["remaining_epsilon"] is None
+
+    res = cli("show", "--ledger", url, "--population", "census", "--json")
+    assert [p["population"] for p in json.loads(res.stdout)["populations"]] == ["census"]
+
+    res = cli("show", "--ledger", url)
+    assert res.exit_code == 0, res.output
+    for part in ("adult", "census", "run-1", "run-2", "drift-check", "committed", "1 → 0.9", "mlflow [abc]",
+                 "unlimited"):
+        assert part in res.stdout, part
+
+
+def test_cli_uses_dpsyn_home_and_sets_caps(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("DPSYN_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv(BUDGET_ENV, raising=False)
+    res = cli("show")
+    assert res.exit_code == 0 and "no privacy budget recorded" in res.stdout
+    res = cli("set-cap", "--population", "adult", "--epsilon", "4", "--delta", "1e-5", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["cap_epsilon"] == 4.0
+    [pop] = BudgetLedger(tmp_path / "home" / "budget.db").status()
+    assert (pop.cap_epsilon, pop.cap_delta) == (4.0, 1e-5)
+    res = cli("show", "--json")
+    assert json.loads(res.stdout)["populations"][0]["remaining_epsilon"] == 4.0
+
+
+def test_cli_bad_ledger_exits_2_with_one_line(cli, tmp_path):
+    res = cli("show", "--ledger", "postgresql://db/budget")
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "budget ledger URL must be sqlite:///PATH" in lines[0]
+    res = cli("show", "--ledger", "postgresql://db/budget", "--json")
+    assert res.exit_code == 2 and json.loads(res.stdout)["exit_code"] == 2
+    res = cli("set-cap", "--population", "adult", "--epsilon", "-1", "--ledger", str(tmp_path / "b.db"))
+    assert res.exit_code == 2 and "cap ε must be" in res.output
