@@ -69,8 +69,9 @@ def _check_validation_artifacts(run, *, passed: bool):
     with get_client(sync_client=True) as c:
         md = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["validation-report"])))
         table = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["validation-checks"])))
-    assert md and md[-1].type == "markdown" and table and table[-1].type == "table"
-    assert ("PASSED" if passed else "FAILED") in md[-1].data
+    assert md and table and table[-1].type == "table"
+    latest = max(md, key=lambda a: a.created)  # this run's (tests run one after another)
+    assert latest.type == "markdown" and ("PASSED" if passed else "FAILED") in latest.data
 
 
 def _check_scrub_artifact():
