@@ -105,12 +105,15 @@ class ValidationConfig(BaseModel):
         default=None, ge=0, le=1, description="Override the rules file's tolerance on violation rates.")
     noise_margin: float | None = Field(
         default=None, ge=0,
-        description="Fail a check only if its noisy value exceeds threshold + noise_margin × noise std. Default: "
-        "the family-wise margin z = Φ⁻¹(1 − false_alarm / k) for k checks (Bonferroni), so DP noise alone fails "
-        "a table whose every true distance sits at its threshold with probability ≤ false_alarm (k = 100: z = 3.29).",
+        description="Fail a check only if its noisy value exceeds threshold + z × noise std. Default: z = Φ⁻¹(1 − "
+        "false_alarm) (1.645) for one-way, rule and utility checks, and the family-wise z = Φ⁻¹(1 − false_alarm / "
+        "k) over the k pair checks (k = 900: 4.0), whose number grows with the square of the width. A number here "
+        "sets z for every check.",
     )
     false_alarm: float = Field(
-        default=0.05, gt=0, lt=1, description="Family-wise rate of failures caused by DP noise alone (see noise_margin).")
+        default=0.05, gt=0, lt=1,
+        description="Rate of failures caused by DP noise alone: per one-way/rule/utility check, and for all pair "
+        "checks together (see noise_margin).")
     audit: bool = Field(
         default=False,
         description="One-run privacy audit inside the run (dpsyn/privacy/audit.py): canaries join the training rows "
@@ -151,7 +154,8 @@ class ValidationReport(BaseModel):
     utility: dict | None = None  # noisy AUCs of TSTR and the DP TRTR model on the holdout
     n_real: int = 0
     n_synthetic: int = 0
-    noise_margin: float = 0.0  # z used for every check's limit (family-wise by default)
+    noise_margin: float = 0.0  # z of the one-way, rule and utility checks' limits
+    pair_noise_margin: float = 0.0  # z of the pair checks' limits (family-wise over the pairs by default)
 
     def is_valid(self) -> bool:
         return all(c.passed for c in self.checks)
@@ -400,10 +404,14 @@ def validate(
     std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_r]
     std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
-    n_checks = len(stats) + len(rule_synth) + (1 if util else 0)
-    z = config.noise_margin if config.noise_margin is not None else \
-        float(_norm.ppf(1 - config.false_alarm / max(n_checks, 1)))
-    report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth), noise_margin=z)
+    # margins: per check for the few one-way, rule and utility checks; family-wise (Bonferroni) over the many
+    # noisy pair checks, whose count grows with the square of the width
+    n_pair_checks = sum(1 for _, st, _ in stats if st == "tvd2")
+    z = config.noise_margin if config.noise_margin is not None else float(_norm.ppf(1 - config.false_alarm))
+    z_pair = config.noise_margin if config.noise_margin is not None else \
+        float(_norm.ppf(1 - config.false_alarm / max(n_pair_checks, 1)))
+    report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth), noise_margin=z,
+                              pair_noise_margin=z_pair)
     i = k_r
     for col, r, sy in hists:
         report.histograms.append(ColumnHistogram(
@@ -419,7 +427,7 @@ def validate(
         if config.sampling_allowance and stat in ("tvd", "tvd2"):
             k = math.prod(cells[c] for c in column.split("/"))
             thr += math.sqrt(k * (1 / max(n, 1) + 1 / max(len(synth), 1)) / (2 * math.pi))
-        limit = thr + z * float(sd)
+        limit = thr + (z_pair if stat == "tvd2" else z) * float(sd)
         v = float(value)
         report.checks.append(
             CheckResult(name=f"{stat}:{column}", column=column, statistic=stat, value=v, threshold=thr, limit=limit,
