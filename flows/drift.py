@@ -55,13 +55,8 @@ def monitor_drift(config: DriftMonitorConfig) -> dict:
             drift_tasks.log_drift(config, None, work, reference=reference, population=population, status="FAILED")
             raise
         budget_tasks.settle(budget, key, result["privacy"])
-        alert = None
-        if result["drifted"] and config.retrain:
-            left = budget_tasks.status(budget, population).get("remaining_epsilon")
-            need = retrain_cfg.privacy.epsilon
-            if left is not None and left < need:
-                alert = (f"retraining refused: population '{population}' has ε={left:.4f} left of its lifetime cap "
-                         f"and the run needs ε={need:g}; raise the cap (dpsyn budget set-cap) or lower ε")
+        alert = budget_tasks.retrain_refusal(budget, population, retrain_cfg.privacy.epsilon) \
+            if result["drifted"] and config.retrain else None
         drift_tasks.log_drift(config, result, work, reference=reference, population=population, alert=alert)
         drift_tasks.publish_artifact(result, alert)
     finally:

@@ -70,3 +70,19 @@ def status(budget: BudgetConfig, population: str) -> dict:
 
     (p,) = BudgetLedger(budget.ledger_url).status(population) or [None]
     return {} if p is None else p.model_dump(exclude={"runs"})
+
+
+@task(name="budget-check-retrain", **NOBUDGETRETRY)
+def retrain_refusal(budget: BudgetConfig, population: str, epsilon: float) -> str | None:
+    """Why a retrain needing ``epsilon`` cannot run now (the lifetime cap's remainder is smaller), or None.
+
+    Advisory only: the retrain's own write-ahead reservation is what enforces the cap.
+    """
+    from dpsyn.budget import BudgetLedger
+
+    pops = BudgetLedger(budget.ledger_url).status(population)
+    left = pops[0].remaining_epsilon if pops else None
+    if left is None or left >= epsilon:
+        return None
+    return (f"retraining refused: population '{population}' has ε={left:.4f} left of its lifetime cap and the run "
+            f"needs ε={epsilon:g}; raise the cap (dpsyn budget set-cap) or lower ε")
