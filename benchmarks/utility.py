@@ -48,6 +48,9 @@ DATASETS = {
 }
 
 
+DIRECT = ("dpsgd_lr", "dpsgd_mlp", "dpsgd_lr_ema", "dpsgd_mlp_ema")
+
+
 def load(name: str, split_seed: int = 0):
     from dpsyn.io import read_table
     from dpsyn.masking import mask_table
@@ -97,7 +100,7 @@ def run_dpsyn(method, schema, train, eps, delta, seed, cfg):
         return pd.read_parquet(path), fit_s, spent, rss_kb
 
 
-def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive):
+def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive, ema_decay=0.0):
     """DP-SGD classifier on the real rows (no synthetic data): the bar a synthesizer must clear."""
     import torch
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
@@ -121,7 +124,7 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive):
         _task_net(sum(fs), k, 0 if kind == "dpsgd_lr" else 64), data=torch.from_numpy(a),
         loss_fn=lambda m, xb, crit: crit(m(_one_hot(xb[:, :-1], fs)), xb[:, -1]), accountant=acct,
         noise=NoiseSource(secure=False, seed=seed), noise_multiplier=sigma, batch_size=bs, epochs=epochs,
-        max_grad_norm=1.0, lr=0.05 if kind == "dpsgd_lr" else 0.01, label=kind,
+        max_grad_norm=1.0, lr=0.05 if kind == "dpsgd_lr" else 0.01, label=kind, ema_decay=ema_decay,
     )
     fit_s = time.time() - t0
     with torch.no_grad():
@@ -188,9 +191,11 @@ def main(argv=None):
                        "delta": spec["delta"]}
                 if method == "real":
                     syn, fit_s, spent = train, 0.0, None
-                elif method in ("dpsgd_lr", "dpsgd_mlp"):
-                    scores, fit_s, spent = run_dpsgd_direct(method, schema, train, test, eps, spec["delta"], seed,
-                                                            spec["positive"])
+                elif method in DIRECT:
+                    # *_ema: the same DP-SGD run, weights = EMA (decay 0.99) of the iterates (post-processing)
+                    scores, fit_s, spent = run_dpsgd_direct(method.removesuffix("_ema"), schema, train, test, eps,
+                                                            spec["delta"], seed, spec["positive"],
+                                                            ema_decay=0.99 if method.endswith("_ema") else 0.0)
                     row.update(fit_s=fit_s, epsilon_spent=spent, tstr=scores)
                     rows.append(row)
                     print(json.dumps(row), flush=True)

@@ -193,6 +193,68 @@ def register(app: typer.Typer) -> None:
                    f"holdout rows {dcr.exact_copies_of_holdout:.3f}")
         raise typer.Exit(EXIT_OK)
 
+    @audit.command("fairness")
+    def fairness(
+        data: Annotated[Path, typer.Option("--data", help="The sensitive table (CSV or Parquet).")],
+        schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
+        group: Annotated[str, typer.Option("--group", help="Column whose values are the groups (e.g. sex, race).")],
+        test: Annotated[Path | None, typer.Option("--test", help="Held-out real rows (default: a seeded 20% split).")] = None,
+        model: Annotated[str, typer.Option("--model", help="task (the DP task model) or dpdsyn.")] = "task",
+        method: Annotated[str, typer.Option("--method", help="dpsgd, dpsgd-s, or both (side by side).")] = "dpsgd",
+        epsilon: Annotated[float, typer.Option("--epsilon", help="ε of every audited model.")] = 10.0,
+        rounds: Annotated[int, typer.Option("--rounds", help="R: the audit trains 2R models.")] = 20,
+        rows: Annotated[int, typer.Option("--rows", help="Training rows drawn for the audit (0: all).")] = 2000,
+        seed: Annotated[int, typer.Option("--seed")] = 0,
+        accountant: Annotated[str, typer.Option("--accountant", help="prv or rdp (faster to calibrate).")] = "prv",
+        plot: Annotated[Path | None, typer.Option("--plot", help="Write the GPR bar chart here (PNG).")] = None,
+        as_json: JsonOpt = False,
+        verbose: VerboseOpt = False,
+    ) -> None:
+        """Per-group membership-inference risk (GPR) and Δ = max − min, with utility and outcome fairness.
+
+        Trains 2R + 1 models on the private rows: a review tool for the data owner; its output is per-group
+        aggregates, not a DP release (docs/privacy.md).
+        """
+        from dpsyn_cli.main import _handle, _set_env_defaults
+
+        _set_env_defaults(verbose)
+
+        def go():
+            from dpsyn.errors import ConfigError
+            from dpsyn.privacy.fairness_audit import FairnessAuditConfig, run_fairness_audit
+
+            if method not in ("dpsgd", "dpsgd-s", "both"):
+                raise ConfigError(f"--method must be dpsgd, dpsgd-s or both (got '{method}')")
+            if model not in ("task", "dpdsyn"):
+                raise ConfigError(f"--model must be task or dpdsyn (got '{model}')")
+            from pydantic import ValidationError
+
+            methods = ["dpsgd", "dpsgd-s"] if method == "both" else [method]
+            try:
+                configs = [FairnessAuditConfig(data=data, table_schema=schema, group=group, test=test, model=model,
+                                               method=m, epsilon=epsilon, rounds=rounds, rows=rows or None, seed=seed,
+                                               accountant=accountant)
+                           for m in methods]
+            except ValidationError as e:
+                bad = "; ".join(f"--{'-'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+                raise ConfigError(f"bad option: {bad}") from None
+            return [run_fairness_audit(c) for c in configs]
+
+        results = _handle(go, as_json=as_json, verbose=verbose)
+        if plot is not None:
+            from dpsyn.privacy.fairness import plot_group_risk
+
+            names = {"dpsgd": "DP-SGD", "dpsgd-s": "DP-SGD-S"}
+            plot_group_risk({names[r.config["method"]]: r.risk for r in results}, plot)
+        if as_json:
+            typer.echo(json.dumps([r.model_dump(mode="json") for r in results]))
+            raise typer.Exit(EXIT_OK)
+        for r in results:
+            typer.echo(r.to_markdown() + "\n")
+        if plot is not None:
+            typer.echo(f"bar chart: {plot}")
+        raise typer.Exit(EXIT_OK)
+
     app.add_typer(audit, name="audit")
 
 

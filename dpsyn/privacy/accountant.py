@@ -18,6 +18,7 @@ raises :class:`PrivacyBudgetExceededError` on any overspend.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import asdict, dataclass
@@ -61,6 +62,12 @@ def _make(name: str):
 
 
 def _epsilon_of(name: str, entries: list[tuple[float, float, int]], delta: float) -> float:
+    """ε of a composition of (σ, q, T) entries at δ (memoised: calibration asks the same questions many times)."""
+    return _epsilon_of_cached(name, tuple((float(s), float(q), int(t)) for s, q, t in entries), float(delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _epsilon_of_cached(name: str, entries: tuple[tuple[float, float, int], ...], delta: float) -> float:
     if not entries:
         return 0.0
     acct = _make(name)

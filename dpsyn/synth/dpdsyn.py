@@ -41,6 +41,8 @@ from dpsyn.synth.dpgen import (
     ar_log_likelihood,
     field_weights,
     fit_ar_net,
+    group_clipper,
+    group_codes,
     sample_ar_codes,
 )
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
@@ -58,14 +60,17 @@ MARGINALS_LABEL = "dpdsyn.marginals"
 class DPDSynConfig(DPGenConfig):
     """Generator settings (inherited from dpgen) plus the task model's."""
 
-    task_share: float = Field(default=0.4, gt=0, lt=1, description="ε share the task model alone would cost.")
+    task_share: float = Field(default=0.7, gt=0, lt=1, description="ε share the task model alone would cost.")
     task_epochs: int = Field(default=10, ge=1, le=1000)
     task_batch_size: int = Field(default=1024, ge=8)
     task_lr: float = Field(default=0.05, gt=0)
     task_hidden: int = Field(default=0, ge=0, description="0: logistic regression; else one hidden layer.")
     task_max_grad_norm: float = Field(default=1.0, gt=0)
+    task_ema_decay: float = Field(
+        default=0.99, ge=0, lt=1,
+        description="Task model weights = EMA of the DP-SGD iterates (post-processing, no budget); 0: last iterate.")
     label_mix: float = Field(
-        default=0.0, ge=0, lt=1,
+        default=0.3, ge=0, lt=1,
         description="Weight of the generator's own label head in the labels' logits (0: task model only). With "
         "> 0 the generator also models the target (last), at no extra budget; labels are drawn from "
         "(1 - w)·task logits + w·generator logits, an ensemble of two DP estimates of p(y | x).",
@@ -113,10 +118,13 @@ class DPDSyn(Synthesizer):
         def task_loss(model, xb, criterion):
             return criterion(model(_one_hot(xb[:, :-1], feat_sizes)), xb[:, -1])
 
+        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
+        task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm)
         task = train_dpsgd(
             _task_net(sum(feat_sizes), k, cfg.task_hidden), data=data, loss_fn=task_loss, accountant=accountant,
             noise=self.noise_, noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
-            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL,
+            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, ema_decay=cfg.task_ema_decay,
+            groups=None if gj is None else data[:, gj], group_clip=task_clipper,
         )
         task.eval()
         self.task_ = task
@@ -126,12 +134,16 @@ class DPDSyn(Synthesizer):
         self.net_ = fit_ar_net(
             codes[:, :m], sizes[:m], cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
             weights=field_weights(schema, cfg, gen_names),
+            groups=None if gj is None else codes[:, gj], n_groups=n_groups,
         )
         self.training_ = {
             "task": {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
-                     "max_grad_norm": cfg.task_max_grad_norm, "expected_batch_size": cfg.task_batch_size},
+                     "max_grad_norm": cfg.task_max_grad_norm, "expected_batch_size": cfg.task_batch_size,
+                     "ema_decay": cfg.task_ema_decay,
+                     "group_clip": None if task_clipper is None else task_clipper.summary()},
             "generator": {"noise_multiplier": sigma_g, "sample_rate": q_g, "steps": steps_g,
-                          "max_grad_norm": cfg.max_grad_norm, "expected_batch_size": cfg.batch_size},
+                          "max_grad_norm": cfg.max_grad_norm, "expected_batch_size": cfg.batch_size,
+                          "group_clip": self.net_.group_clip_},
             "marginals": {"noise_multiplier": z, "sample_rate": 1.0, "steps": 1 if z else 0,
                           "l2_sensitivity": float(np.sqrt(len(sizes)))},
         }

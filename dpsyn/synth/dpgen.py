@@ -33,7 +33,9 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
+from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
+from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
@@ -66,6 +68,11 @@ class DPGenConfig(BaseModel):
         description="'tier': weight each column's loss by its tier's clip weight (L2 0.5, L3 0.75, L4 1), so "
         "sensitive fields take a smaller share of each row's clipped gradient; C and σ are unchanged.",
     )
+    group_clip: GroupClipConfig | None = Field(
+        default=None,
+        description="DP-SGD-S: clip each row at its group's privately tracked bound (docs/privacy.md); "
+        "None: one bound C for every row.",
+    )
 
 
 class _ARNet(nn.Module):
@@ -97,13 +104,16 @@ def _one_hot(codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
 
 
 def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: float,
-               accountant: PrivacyAccountant, noise, label: str, weights: list[float] | None = None) -> _ARNet:
+               accountant: PrivacyAccountant, noise, label: str, weights: list[float] | None = None,
+               groups: np.ndarray | None = None, n_groups: int = 0) -> _ARNet:
     """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated).
 
     ``weights`` scale each column's loss (public, from the schema's tiers); the
     whole per-row gradient is still clipped to C, so the guarantee is unchanged.
+    With ``cfg.group_clip``, ``groups`` (one code per row, < ``n_groups``) selects each row's bound.
     """
     w = weights or [1.0] * len(sizes)
+    clipper = group_clipper(cfg.group_clip, n_groups, cfg.max_grad_norm)
 
     def loss_fn(model, xb, criterion):
         logits = model(_one_hot(xb, sizes))
@@ -114,9 +124,27 @@ def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: 
         _ARNet(sizes, cfg.hidden), data=torch.from_numpy(codes), loss_fn=loss_fn, accountant=accountant,
         noise=noise, noise_multiplier=sigma, batch_size=cfg.batch_size, epochs=cfg.epochs,
         max_grad_norm=cfg.max_grad_norm, lr=cfg.lr, label=label,
+        groups=None if clipper is None else torch.from_numpy(groups), group_clip=clipper,
     )
     net.eval()
+    net.group_clip_ = None if clipper is None else clipper.summary()
     return net
+
+
+def group_clipper(config: GroupClipConfig | None, n_groups: int, initial_bound: float) -> GroupClipper | None:
+    return None if config is None else GroupClipper(n_groups, initial_bound, config)
+
+
+def group_codes(encoder, config: GroupClipConfig | None) -> tuple[np.ndarray | None, int]:
+    """(group index of the encoded column named by ``config``, its number of codes); (None, 0) without it."""
+    if config is None:
+        return None, 0
+    names = [c.name for c in encoder.columns]
+    if config.column not in names:
+        raise ConfigError(f"group_clip.column '{config.column}' is not a column of the schema; "
+                          f"choose one of: {', '.join(names)}")
+    j = names.index(config.column)
+    return j, encoder.sizes[j]
 
 
 def field_weights(schema, cfg: DPGenConfig, columns: list[str]) -> list[float] | None:
@@ -186,9 +214,11 @@ class DPGen(Synthesizer):
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
         torch.manual_seed(self.noise_.seed())
+        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
             weights=field_weights(self.schema_, cfg, [c.name for c in self.encoder_.columns]),
+            groups=None if gj is None else codes[:, gj], n_groups=n_groups,
         )
         self.training_ = {
             "noise_multiplier": sigma,
@@ -197,6 +227,7 @@ class DPGen(Synthesizer):
             "max_grad_norm": cfg.max_grad_norm,
             "expected_batch_size": cfg.batch_size,
             "marginals_noise_multiplier": z,
+            "group_clip": self.net_.group_clip_,
         }
 
     def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:

@@ -33,7 +33,7 @@ def test_every_entrypoint_is_a_flow_with_valid_parameters():
 
     deps = _spec()["deployments"]
     assert {d["entrypoint"] for d in deps} == {"flows/synthesize.py:synthesize", "flows/drift.py:monitor_drift",
-                                                "flows/audit.py:audit"}
+                                                "flows/audit.py:audit", "flows/fairness.py:audit_fairness"}
     for dep in deps:
         fl = _flow(dep["entrypoint"])
         assert isinstance(fl, Flow)
@@ -84,6 +84,6 @@ def test_prefect_deploy_all_registers_the_deployments(prefect_harness, tmp_path)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     with get_client(sync_client=True) as c:
         deps = {d.name: d for d in c.read_deployments()}
-    assert {"synthesize-on-demand", "monitor-drift-monthly", "audit-on-demand"} <= set(deps)
+    assert {"synthesize-on-demand", "monitor-drift-monthly", "audit-on-demand", "audit-fairness-on-demand"} <= set(deps)
     sched = deps["monitor-drift-monthly"].schedules
     assert len(sched) == 1 and sched[0].schedule.cron == "0 2 1 * *" and sched[0].schedule.timezone

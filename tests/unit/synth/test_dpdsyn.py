@@ -54,3 +54,26 @@ def test_log_likelihood_scores_rows(name, adult_sample, adult_schema):
 
     odd = make_canaries(adult_schema, 50, rng=np.random.default_rng(0))
     assert np.median(synth.log_likelihood(odd)) < np.median(ll)
+
+
+def test_group_clip_option_on_both_dp_sgd_mechanisms(adult_sample, adult_schema):
+    """DP-SGD-S on the task model and the generator: same accounting labels, bounds recorded per group."""
+    cfg = {**FAST, "group_clip": {"column": "sex"}}
+    synth = create("dpdsyn", cfg, privacy={**PRIV, "epsilon": 2.0}).fit(adult_sample.iloc[:600], adult_schema)
+    t = synth.training_
+    assert set(t["task"]["group_clip"]["final_bounds"]) == {"0", "1"}  # codes of the public encoding
+    assert t["generator"]["group_clip"]["steps"] > 0
+    assert synth.privacy_["epsilon_spent"] <= 2.0
+    with pytest.raises(ConfigError, match="race"):  # a column that is not in the schema names the valid ones
+        create("dpgen", {"epochs": 1, "group_clip": {"column": "favourite_colour"}},
+               privacy=PRIV).fit(adult_sample.iloc[:200], adult_schema)
+
+
+def test_task_model_weights_are_the_ema_of_its_iterates(adult_sample, adult_schema):
+    import torch
+
+    fits = [create("dpdsyn", {**FAST, "task_ema_decay": d}, privacy=PRIV).fit(adult_sample.iloc[:400], adult_schema)
+            for d in (0.0, 0.9)]
+    w0, w1 = (next(f.task_.parameters()).detach() for f in fits)
+    assert not torch.allclose(w0, w1)  # same seed and noise: only the averaging differs
+    assert fits[1].training_["task"]["ema_decay"] == 0.9

@@ -1,0 +1,273 @@
+"""Run the group privacy-fairness audit on a table: the task model or dpdsyn, DP-SGD or DP-SGD-S.
+
+:func:`run_fairness_audit` is what ``dpsyn audit fairness`` and the
+``audit-fairness`` flow call. It
+
+1. reads and masks the table (L1 columns dropped), splits off a seeded
+   holdout (or reads ``test``), and draws ``rows`` training rows;
+2. runs :func:`~dpsyn.privacy.fairness.group_privacy_audit` with a trainer
+   that fits the chosen model at (ε, δ) on each round's members; the loss is
+   the task model's cross-entropy of the row's label, or dpdsyn's negative
+   log-likelihood of the row;
+3. trains one more model on all training rows and scores it on the holdout:
+   accuracy, ROC AUC, and the outcome-fairness metrics by group
+   (demographic parity and equalized-odds differences; privacy fairness and
+   outcome fairness can move apart).
+
+Each model's own accountant must stay within (ε, δ): the audit raises if any
+spends more. Groups are the public encoding's codes of ``group`` (numeric
+columns: the schema's bins).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpsyn.errors import ConfigError
+from dpsyn.privacy.fairness import (
+    GroupRiskReport,
+    demographic_parity_difference,
+    equalized_odds_difference,
+    group_privacy_audit,
+)
+
+__all__ = ["FairnessAuditConfig", "FairnessAuditResult", "run_fairness_audit"]
+
+
+class FairnessAuditConfig(BaseModel):
+    """One fairness audit: data, group, model, training method, budget, rounds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: Path = Field(description="The sensitive table (CSV or Parquet). Never modified.")
+    table_schema: str = Field(description="A schema YAML path, or the name of a shipped schema.")
+    group: str = Field(description="Categorical (or binned numeric) column whose values are the groups.")
+    test: Path | None = Field(default=None, description="Held-out real rows for utility; default: a seeded split.")
+    model: Literal["task", "dpdsyn"] = Field(default="task", description="task: the DP task model; dpdsyn: the synthesizer.")
+    method: Literal["dpsgd", "dpsgd-s"] = Field(default="dpsgd", description="dpsgd-s: group-adaptive clipping.")
+    compare: bool = Field(default=False, description="Flow and CLI: audit the other method too, side by side.")
+    epsilon: float = Field(default=10.0, gt=0)
+    delta: float | None = Field(default=None, gt=0, lt=1, description="Default: 1/(10 n) of the training rows.")
+    rounds: int = Field(default=20, ge=2, le=10000, description="R: 2R models are trained.")
+    rows: int | None = Field(default=2000, ge=20, description="Training rows drawn for the audit (None: all).")
+    audit_rows: int | None = Field(default=None, ge=2, description="Rows whose membership is randomised (None: all).")
+    holdout_share: float = Field(default=0.2, gt=0, lt=1)
+    positive: str | None = Field(default=None, description="Target value scored as positive (default: the last).")
+    min_group_rows: int = Field(default=10, ge=1, description="Smaller groups are reported but left out of Δ.")
+    seed: int = 0
+    accountant: Literal["prv", "rdp"] = Field(default="prv", description="Opacus accountant of every audited model.")
+    secure_rng: bool = Field(default=False, description="CSPRNG noise (slower); the audit's models are never released.")
+    # the task model (a DP logistic regression over the public one-hot encoding, as in dpdsyn)
+    threads: int = Field(default=1, ge=1, description="torch threads (small models run fastest on one).")
+    epochs: int = Field(default=20, ge=1)
+    batch_size: int = Field(default=128, ge=8)
+    lr: float = Field(default=0.05, gt=0)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    group_clip: dict[str, Any] = Field(default_factory=dict, description="GroupClipConfig settings other than column.")
+    synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="dpdsyn settings (model dpdsyn).")
+    experiment: str = Field(default="dpsyn-fairness", description="MLflow experiment (flow only).")
+
+
+class FairnessAuditResult(BaseModel):
+    config: dict[str, Any]
+    risk: GroupRiskReport
+    utility: dict[str, float]  # accuracy, roc_auc, demographic_parity_difference, equalized_odds_difference
+    epsilon_spent_max: float
+    delta: float
+    group_clip: dict[str, Any] | None = None  # final bounds of the utility model under dpsgd-s
+
+    def to_markdown(self) -> str:
+        u = self.utility
+        head = (f"**{self.config['model']} / {self.config['method']}**, ε = {self.config['epsilon']:g}, "
+                f"δ = {self.delta:.2g}: accuracy {u['accuracy']:.4f}, AUC {u['roc_auc']:.4f}, "
+                f"demographic parity diff {u['demographic_parity_difference']:.3f}, "
+                f"equalized odds diff {u['equalized_odds_difference']:.3f}")
+        return head + "\n\n" + self.risk.to_markdown()
+
+
+def _load(cfg: FairnessAuditConfig):
+    from dpsyn.io import read_table
+    from dpsyn.masking import mask_table
+    from dpsyn.schema import load_schema
+
+    schema = load_schema(cfg.table_schema)
+    if schema.target is None:
+        raise ConfigError(f"the fairness audit needs a target column; schema '{schema.name}' declares none")
+    df, _ = mask_table(read_table(cfg.data, schema), schema)
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.test is not None:
+        test, _ = mask_table(read_table(cfg.test, schema), schema)
+        train = df
+    else:
+        idx = rng.permutation(len(df))
+        cut = int(round(len(df) * (1 - cfg.holdout_share)))
+        train, test = df.iloc[idx[:cut]], df.iloc[idx[cut:]]
+    if cfg.rows is not None and cfg.rows < len(train):
+        train = train.iloc[np.sort(rng.choice(len(train), cfg.rows, replace=False))]
+    return schema, train.reset_index(drop=True), test.reset_index(drop=True)
+
+
+def _group_clip(cfg: FairnessAuditConfig):
+    from dpsyn.privacy.group_clip import GroupClipConfig
+
+    return GroupClipConfig(column=cfg.group, **cfg.group_clip) if cfg.method == "dpsgd-s" else None
+
+
+@lru_cache(maxsize=64)
+def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> tuple[float, float]:
+    """(σ, ε spent) of T DP-SGD steps at rate q within (ε, δ); cached: the audit trains many same-size models."""
+    from dpsyn.privacy import PrivacyAccountant
+
+    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    sigma = acct.calibrate(sample_rate=q, steps=steps, label="fairness.task")
+    acct.record("fairness.task", noise_multiplier=sigma, sample_rate=q, steps=steps)
+    return sigma, acct.check()
+
+
+class _TaskTrainer:
+    """Fits the DP task model (logistic regression on the one-hot encoding) on rows of ``codes``."""
+
+    def __init__(self, cfg: FairnessAuditConfig, codes: np.ndarray, sizes: list[int], group_j: int, delta: float,
+                 labels: list[str]):
+        self.cfg, self.codes, self.sizes, self.gj, self.delta, self.labels = cfg, codes, sizes, group_j, delta, labels
+        self.spent: list[float] = []
+        self.last_clip: dict | None = None
+
+    def fit(self, rows: np.ndarray, seed: int):
+        import torch
+
+        from dpsyn.privacy import NoiseSource, PrivacyAccountant
+        from dpsyn.synth.dpdsyn import _task_net
+        from dpsyn.synth.dpgen import _one_hot, group_clipper
+        from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+
+        cfg, fs, k = self.cfg, self.sizes[:-1], self.sizes[-1]
+        data = torch.from_numpy(self.codes[rows])
+        acct = PrivacyAccountant(epsilon=cfg.epsilon, delta=self.delta, accountant=cfg.accountant)
+        q, steps = steps_and_rate(len(rows), batch_size=cfg.batch_size, epochs=cfg.epochs)
+        sigma, spent = _calibrated(cfg.epsilon, self.delta, q, steps, cfg.accountant)
+        clipper = group_clipper(_group_clip(cfg), self.sizes[self.gj], cfg.max_grad_norm)
+        torch.manual_seed(seed)
+        net = train_dpsgd(
+            _task_net(sum(fs), k, 0), data=data,
+            loss_fn=lambda m, xb, crit: crit(m(_one_hot(xb[:, :-1], fs)), xb[:, -1]),
+            accountant=acct, noise=NoiseSource(secure=cfg.secure_rng, seed=seed), noise_multiplier=sigma,
+            batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
+            label="fairness.task", groups=None if clipper is None else data[:, self.gj], group_clip=clipper,
+        )
+        if acct.history() != [(sigma, q, steps)]:
+            raise AssertionError("the audit's model ran other mechanisms than the calibrated DP-SGD")
+        self.spent.append(spent)
+        self.last_clip = None if clipper is None else clipper.summary(self.labels)
+        net.eval()
+        return net
+
+    def log_probs(self, net, codes: np.ndarray) -> np.ndarray:
+        import torch
+
+        from dpsyn.synth.dpgen import _one_hot
+
+        with torch.no_grad():
+            x = _one_hot(torch.from_numpy(codes[:, :-1]), self.sizes[:-1])
+            return torch.log_softmax(net(x).double(), dim=1).numpy()
+
+    def __call__(self, rows: np.ndarray, seed: int):
+        net = self.fit(rows, seed)
+
+        def loss(idx: np.ndarray) -> np.ndarray:
+            lp = self.log_probs(net, self.codes[idx])
+            return -lp[np.arange(len(idx)), self.codes[idx, -1]]
+
+        return loss
+
+
+class _DPDSynTrainer:
+    """Fits dpdsyn on rows of ``df``; the loss is the row's negative log-likelihood under the fitted model."""
+
+    def __init__(self, cfg: FairnessAuditConfig, df, schema, delta: float):
+        self.cfg, self.df, self.schema, self.delta = cfg, df, schema, delta
+        self.spent: list[float] = []
+        self.last = None
+
+    def fit(self, rows: np.ndarray, seed: int):
+        from dpsyn.synth import create
+
+        gc = _group_clip(self.cfg)
+        conf = dict(self.cfg.synthesizer_config)
+        if gc is not None:
+            conf["group_clip"] = gc.model_dump()
+        synth = create("dpdsyn", conf, privacy={"epsilon": self.cfg.epsilon, "delta": self.delta,
+                                                 "accountant": self.cfg.accountant,
+                                                 "secure_rng": self.cfg.secure_rng, "noise_seed": seed})
+        synth.fit(self.df.iloc[rows].reset_index(drop=True), self.schema)
+        self.spent.append(float(synth.privacy_["epsilon_spent"]))
+        self.last = synth
+        return synth
+
+    def __call__(self, rows: np.ndarray, seed: int):
+        synth = self.fit(rows, seed)
+        return lambda idx: -synth.log_likelihood(self.df.iloc[idx].reset_index(drop=True))
+
+
+def run_fairness_audit(cfg: FairnessAuditConfig) -> FairnessAuditResult:
+    """Audit per-group privacy risk and measure utility and outcome fairness; see the module docstring."""
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.validation.utility import positive_label
+
+    torch.set_num_threads(cfg.threads)
+    schema, train, test = _load(cfg)
+    enc = DiscreteEncoder(schema)
+    names = [c.name for c in enc.columns]
+    if cfg.group not in names:
+        raise ConfigError(f"group column '{cfg.group}' is not an encoded column of schema '{schema.name}'; "
+                          f"choose one of: {', '.join(names[:-1])}")
+    gj = names.index(cfg.group)
+    labels = [str(x) for x in enc.columns[gj].labels]
+    codes, test_codes = enc.encode(train), enc.encode(test)
+    n = len(codes)
+    delta = cfg.delta if cfg.delta is not None else 1.0 / (10 * n)
+    rng = np.random.default_rng(cfg.seed + 1)
+    order = rng.permutation(n)
+    m = n if cfg.audit_rows is None else min(cfg.audit_rows, n)
+    audit_rows, fixed_rows = np.sort(order[:m]), np.sort(order[m:])
+
+    if cfg.model == "task":
+        trainer = _TaskTrainer(cfg, codes, enc.sizes, gj, delta, labels)
+    else:
+        trainer = _DPDSynTrainer(cfg, train, schema, delta)
+    risk, _ = group_privacy_audit(trainer, fixed_rows=fixed_rows, audit_rows=audit_rows,
+                                  groups=codes[audit_rows, gj], labels=labels, column=cfg.group,
+                                  rounds=cfg.rounds, seed=cfg.seed, min_rows=cfg.min_group_rows)
+
+    # utility and outcome fairness of one model trained on all training rows
+    target = enc.columns[-1]
+    positive = [str(x) for x in target.labels].index(positive_label(schema, cfg.positive))
+    y = (test_codes[:, -1] == positive).astype(int)
+    torch.manual_seed(cfg.seed)
+    if cfg.model == "task":
+        net = trainer.fit(np.arange(n), cfg.seed)
+        p = np.exp(trainer.log_probs(net, test_codes))[:, positive]
+        clip = trainer.last_clip
+    else:
+        synth = trainer.fit(np.arange(n), cfg.seed)
+        p = np.exp(synth._label_log_probs(test_codes[:, :-1]))[:, positive]
+        clip = synth.training_.get("task", {}).get("group_clip")
+    pred = (p >= 0.5).astype(int)
+    groups_test = test_codes[:, gj]
+    utility = {
+        "accuracy": float((pred == y).mean()),
+        "roc_auc": float(roc_auc_score(y, p)) if 0 < y.sum() < len(y) else float("nan"),
+        "demographic_parity_difference": demographic_parity_difference(pred, groups_test),
+        "equalized_odds_difference": equalized_odds_difference(y, pred, groups_test),
+    }
+    return FairnessAuditResult(config=cfg.model_dump(mode="json"), risk=risk, utility=utility,
+                               epsilon_spent_max=float(max(trainer.spent)), delta=delta, group_clip=clip)
+

@@ -1,0 +1,148 @@
+"""DP-SGD-S: group-specific clip bounds estimated privately during DP-SGD.
+
+Standard DP-SGD clips every row's gradient at one bound C. DP-SGD-S (the
+seed's fourth article) gives each group k (a categorical column: sex, race,
+age band) its own bound C_k that follows a quantile of that group's gradient
+norms. The seed computes the quantiles from the raw norms, which is a leak;
+here they are estimated with the noisy-quantile method of Andrew et al.
+(2021, "Differentially private learning with adaptive clipping"):
+
+* each step releases, per group, the number of batch rows whose gradient norm
+  is at most the group's tracked quantile Q_k and the number above it. Every
+  row adds 1 to exactly one of these 2K counts, so the vector has L2
+  sensitivity 1; Gaussian noise of std σ_b is added (:meth:`GroupClipper.update`);
+* Q_k moves geometrically towards the target quantile γ:
+  Q_k ← Q_k · exp(−η (f̃_k − γ)), f̃_k the noisy fraction at or below Q_k;
+* the clip bound is an EMA of τ·Q_k, between a floor and a ceiling:
+  C_k = clip(S_k, floor, ceiling), S_k ← β S_k + (1 − β) τ Q_k; a group whose noisy
+  batch count is within three noise stds of zero keeps its Q_k that step (its
+  fraction would be noise, and a random walk of Q_k would inflate max C_k and so
+  everyone's noise);
+* the gradient sum gets Gaussian noise of std σ_g · max_k C_k: a row of any
+  group moves the clipped sum by at most C_{g(i)} ≤ max_k C_k.
+
+Privacy: the counts and the clipped gradient sum of one step are one
+subsampled Gaussian mechanism on the same Poisson batch; with noise
+multipliers σ_g (gradient, relative to max C_k) and σ_b (counts) it is
+equivalent to one Gaussian mechanism with
+1/σ² = 1/σ_g² + 1/σ_b² (Andrew et al., Thm 1). The caller calibrates σ on
+the accountant as for plain DP-SGD; :func:`split_noise` gives the share
+``count_share`` of 1/σ² to the counts. The bounds C_k used at step t depend
+only on noisy releases of steps < t, so adaptive composition applies.
+Group labels only choose which bound clips a row; sampling stays plain
+Poisson at one rate q for every row (no stratified batches), so the
+accountant's subsampling assumption holds unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["GroupClipConfig", "GroupClipper", "split_noise"]
+
+
+class GroupClipConfig(BaseModel):
+    """Settings of DP-SGD-S (group-adaptive clipping)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    column: str = Field(description="Categorical column whose values are the groups (a public encoding).")
+    rule: Literal["quantile", "equalize"] = Field(
+        default="quantile",
+        description="quantile (the seed's rule): C_k = τ × group k's tracked quantile, noise at max C_k. "
+        "equalize: C_k = C_0 · min(1, (median_j S_j / S_k)^strength): groups whose gradient norms run above the "
+        "median are clipped tighter, the others keep C_0; noise at C_0 = max C_k.",
+    )
+    strength: float = Field(default=0.5, gt=0, le=4, description="Exponent of the equalize rule.")
+    target_quantile: float = Field(default=0.75, gt=0, lt=1, description="γ: quantile of each group's norms tracked.")
+    scale: float = Field(default=1.0, gt=0, description="τ: clip bound = τ × the tracked quantile.")
+    quantile_lr: float = Field(default=0.2, gt=0, description="η: geometric step of the quantile update.")
+    ema: float = Field(default=0.9, ge=0, lt=1, description="β: EMA smoothing of the clip bounds.")
+    floor: float = Field(default=0.05, gt=0, description="Smallest clip bound, as a fraction of the initial bound.")
+    ceiling: float = Field(default=4.0, ge=1, description="Largest tracked quantile and bound, as a multiple of the "
+                           "initial bound: a small group's noisy counts must not walk its bound (and everyone's noise) "
+                           "off to infinity.")
+    count_share: float = Field(default=0.05, gt=0, lt=1,
+                               description="Share of the step's noise precision 1/σ² spent on the noisy counts.")
+
+
+def split_noise(sigma: float, count_share: float) -> tuple[float, float]:
+    """(σ_g, σ_b) with 1/σ_g² + 1/σ_b² = 1/σ² and 1/σ_b² = count_share/σ²."""
+    return sigma / math.sqrt(1.0 - count_share), sigma / math.sqrt(count_share)
+
+
+class GroupClipper:
+    """State of DP-SGD-S for ``n_groups`` groups; see the module docstring.
+
+    Parameters
+    ----------
+    n_groups : int
+        Number of groups (codes 0 … n_groups − 1).
+    initial_bound : float
+        C_0: starting value of every Q_k and C_k.
+    config : GroupClipConfig
+    """
+
+    def __init__(self, n_groups: int, initial_bound: float, config: GroupClipConfig):
+        self.config = config
+        self.n_groups = int(n_groups)
+        self.initial_bound = float(initial_bound)
+        self.quantiles = np.full(self.n_groups, float(initial_bound))
+        self.smoothed = self.quantiles * config.scale
+        self.min_bound = config.floor * float(initial_bound)
+        self.history: list[np.ndarray] = []
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """C_k for every group."""
+        if self.config.rule == "equalize":
+            ratio = np.median(self.smoothed) / np.maximum(self.smoothed, 1e-12)
+            return np.maximum(self.initial_bound * np.minimum(1.0, ratio ** self.config.strength), self.min_bound)
+        return np.clip(self.smoothed, self.min_bound, self.config.ceiling * self.initial_bound)
+
+    def row_bounds(self, groups: torch.Tensor) -> torch.Tensor:
+        """C_{g(i)} for each row of a batch (float tensor)."""
+        return torch.as_tensor(self.bounds, dtype=torch.float32)[groups]
+
+    def max_bound(self) -> float:
+        return float(self.bounds.max())
+
+    def update(self, norms: torch.Tensor, groups: torch.Tensor, *, sigma_b: float, noise) -> None:
+        """One noisy-quantile step from a batch's per-row gradient norms (before clipping).
+
+        Releases the 2K counts (at or below / above Q_k per group) with N(0, σ_b²) each.
+        """
+        g = groups.numpy()
+        below = norms.detach().numpy() <= self.quantiles[g]
+        counts = np.zeros((2, self.n_groups))
+        np.add.at(counts[0], g[below], 1.0)
+        np.add.at(counts[1], g[~below], 1.0)
+        self._step(counts + noise.normal_numpy(2 * self.n_groups, sigma_b).reshape(2, self.n_groups), sigma_b)
+
+    def skip(self, *, sigma_b: float, noise) -> None:
+        """An empty batch: release the same noisy counts (all zero before noise)."""
+        self._step(noise.normal_numpy(2 * self.n_groups, sigma_b).reshape(2, self.n_groups), sigma_b)
+
+    def _step(self, noisy: np.ndarray, sigma_b: float) -> None:
+        cfg = self.config
+        below, above = np.maximum(noisy[0], 0.0), np.maximum(noisy[1], 0.0)
+        total = below + above
+        # a group whose noisy batch count is within 3 noise stds of 0 keeps its quantile: its fraction is noise
+        enough = total >= max(1.0, 3.0 * np.sqrt(2.0) * sigma_b)
+        frac = np.where(enough, below / np.maximum(total, 1.0), cfg.target_quantile)
+        q = self.quantiles * np.exp(-cfg.quantile_lr * (frac - cfg.target_quantile))
+        self.quantiles = np.clip(q, self.min_bound, cfg.ceiling * self.initial_bound)
+        self.smoothed = cfg.ema * self.smoothed + (1 - cfg.ema) * cfg.scale * self.quantiles
+        self.history.append(self.bounds.copy())
+
+    def summary(self, labels: list[str] | None = None) -> dict:
+        """Final bounds per group and the largest bound seen (the noise scale's maximum)."""
+        labels = labels or [str(i) for i in range(self.n_groups)]
+        peak = float(np.max(self.history)) if self.history else self.max_bound()
+        return {"final_bounds": dict(zip(labels, map(float, self.bounds), strict=True)), "max_bound_seen": peak,
+                "steps": len(self.history)}

@@ -1,0 +1,104 @@
+"""DP-SGD-S (dpsyn.privacy.group_clip): noisy per-group quantiles, bounds, and the accounting of a run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper, split_noise
+from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+
+
+def test_split_noise_keeps_the_step_a_gaussian_of_the_calibrated_sigma():
+    for sigma, share in [(0.7, 0.05), (2.3, 0.3)]:
+        s_g, s_b = split_noise(sigma, share)
+        assert s_g > sigma and s_b > sigma
+        assert 1 / s_g**2 + 1 / s_b**2 == pytest.approx(1 / sigma**2)
+        assert (1 / s_b**2) / (1 / sigma**2) == pytest.approx(share)
+
+
+def _run_quantiles(cfg, norms_of, steps=400, sigma_b=0.5, seed=0):
+    clip = GroupClipper(2, 1.0, cfg)
+    noise = NoiseSource(secure=False, seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        g = torch.from_numpy(rng.integers(0, 2, 200))
+        clip.update(torch.from_numpy(norms_of(g.numpy(), rng)), g, sigma_b=sigma_b, noise=noise)
+    return clip
+
+
+def test_quantile_rule_tracks_each_groups_noisy_quantile():
+    # group 0: norms ~ U(0, 0.4), group 1: ~ U(0, 4); median targets 0.2 and 2.0
+    cfg = GroupClipConfig(column="g", target_quantile=0.5, ema=0.0)
+    clip = _run_quantiles(cfg, lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0))
+    assert clip.quantiles[0] == pytest.approx(0.2, rel=0.25)
+    assert clip.quantiles[1] == pytest.approx(2.0, rel=0.25)
+    assert clip.max_bound() == pytest.approx(clip.bounds[1])
+    assert len(clip.history) == 400
+
+
+def test_equalize_rule_clips_the_high_norm_group_tighter_and_never_exceeds_the_initial_bound():
+    cfg = GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5)
+    clip = _run_quantiles(cfg, lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0))
+    b = clip.bounds
+    assert np.all(b <= 1.0 + 1e-12) and clip.max_bound() == pytest.approx(1.0)
+    assert b[1] < 0.9 * b[0]
+
+
+def test_floor_holds_when_a_groups_norms_vanish():
+    cfg = GroupClipConfig(column="g", floor=0.1, ema=0.0)
+    clip = _run_quantiles(cfg, lambda g, rng: np.where(g == 0, 1e-6, 1.0), steps=300)
+    assert clip.bounds[0] == pytest.approx(0.1)
+
+
+def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, (600, 3))
+    y = (x[:, 0] + rng.integers(0, 2, 600) > 2).astype(np.int64)
+    data = torch.from_numpy(np.c_[x, y])
+    q, steps = steps_and_rate(600, batch_size=64, epochs=3)
+    hist = []
+    for gc in (None, GroupClipper(3, 1.0, GroupClipConfig(column="x0"))):
+        acct = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+        sigma = acct.calibrate(sample_rate=q, steps=steps)
+        torch.manual_seed(0)
+        train_dpsgd(
+            torch.nn.Sequential(torch.nn.Linear(9, 2)), data=data,
+            loss_fn=lambda m, xb, c: c(m(torch.nn.functional.one_hot(xb[:, :3], 3).flatten(1).float()), xb[:, 3]),
+            accountant=acct, noise=NoiseSource(secure=False, seed=1), noise_multiplier=sigma, batch_size=64, epochs=3,
+            max_grad_norm=1.0, lr=0.05, label="t", groups=None if gc is None else data[:, 0], group_clip=gc,
+        )
+        hist.append(acct.history())
+        assert acct.check() <= 2.0
+        if gc is not None:
+            assert len(gc.history) == steps  # one noisy-count release per step, empty batches included
+            assert not np.allclose(gc.bounds, 1.0)  # the bounds moved
+    assert hist[0] == hist[1]
+    assert hist[0][0] == (pytest.approx(sigma), pytest.approx(q), steps)
+
+
+def test_group_clip_needs_both_groups_and_clipper():
+    with pytest.raises(ValueError, match="both groups"):
+        train_dpsgd(torch.nn.Linear(2, 2), data=torch.zeros(4, 3, dtype=torch.long), loss_fn=None,
+                    accountant=PrivacyAccountant(epsilon=1, delta=1e-5), noise=NoiseSource(secure=False, seed=0),
+                    noise_multiplier=1.0, batch_size=2, epochs=1, max_grad_norm=1.0, lr=0.1, label="t",
+                    groups=torch.zeros(4, dtype=torch.long))
+    assert math.isfinite(split_noise(1.0, 0.5)[0])
+
+
+def test_a_tiny_groups_noisy_counts_cannot_inflate_everyones_noise():
+    """One row of group 1 per batch, counts noise std 3: its fraction is noise; the bound must stay put."""
+    cfg = GroupClipConfig(column="g", target_quantile=0.75)
+    clip = GroupClipper(2, 1.0, cfg)
+    noise = NoiseSource(secure=False, seed=5)
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        g = torch.from_numpy(np.r_[np.zeros(200, int), [1]])
+        clip.update(torch.from_numpy(rng.uniform(0, 1, 201)), g, sigma_b=3.0, noise=noise)
+    assert clip.max_bound() <= cfg.ceiling
+    assert clip.quantiles[1] < 1.5  # rarely enough (noisy) rows to move it, and never past the ceiling
+    assert clip.quantiles[0] == pytest.approx(0.75, rel=0.2)
