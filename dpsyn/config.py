@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpsyn.drift import DriftConfig
 from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
+from dpsyn.scale.config import ScaleConfig
 from dpsyn.synth.base import PrivacyConfig
 from dpsyn.validation import ValidationConfig
 from dpsyn.watermark import WatermarkConfig
 
 __all__ = [
-    "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "MaskConfig", "PrivacyConfig", "ScrubConfig",
+    "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "MaskConfig", "PrivacyConfig", "ScaleConfig", "ScrubConfig",
     "SynthesizeConfig", "ValidationConfig", "WatermarkConfig",
 ]
 
@@ -72,6 +73,10 @@ class SynthesizeConfig(BaseModel):
     versioned_output: bool = Field(
         default=False, description="Publish into OUT/v<model version> (OUT/<run id> if not registered) instead of "
         "OUT itself: each model version's data keeps its own location (the drift monitor sets this).")
+    scale: ScaleConfig = Field(
+        default_factory=ScaleConfig,
+        description="Partitions of the input (scrub, mask and the gate's real-side counts run per partition) and "
+        "the Dask cluster they run on.")
 
 
 class DriftMonitorConfig(BaseModel):

@@ -33,6 +33,7 @@ __all__ = [
     "domain_problems",
     "file_sha256",
     "frame_sha256",
+    "parse_csv_bytes",
     "publish_dir",
     "read_table",
     "staged_dir",
@@ -68,12 +69,27 @@ def read_table(path: str | Path, schema: TableSchema, *, check_domains: bool = T
 
 
 def _read_csv(p: Path, schema: TableSchema) -> pd.DataFrame:
+    raw = p.read_bytes()
+    return parse_csv_bytes(raw, p, schema)
+
+
+def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: int = 0,
+                    header_lines: int = 0) -> pd.DataFrame:
+    """Parse CSV bytes of ``p`` as ``schema`` declares (raw strings; see :func:`coerce_to_schema`).
+
+    For a part of a file (:mod:`dpsyn.scale`), ``raw`` is the file's header lines followed by a run of
+    whole records; line numbers past the first ``header_lines`` lines are shifted by ``line_offset`` so that
+    messages name the line in the file.
+    """
     ro = schema.read
+
+    def where(line: int) -> int:
+        return line + line_offset if line > header_lines else line
+
     try:
-        raw = p.read_bytes()
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
+        line = where(raw[: e.start].count(b"\n") + 1)
         raise InputError(f"data file is not UTF-8 text: {p} (first bad byte on line {line}); re-encode it as UTF-8") from None
     if not text.strip():
         raise InputError(f"data file is empty: {p}")
@@ -110,7 +126,8 @@ def _read_csv(p: Path, schema: TableSchema) -> pd.DataFrame:
         want = len(header) if header is not None else expected
         if len(fields) != want:
             raise SchemaError(
-                f"{p.name} line {lineno} has {len(fields)} fields but schema '{schema.name}' declares {want} columns"
+                f"{p.name} line {where(lineno)} has {len(fields)} fields but schema '{schema.name}' declares {want} "
+                "columns"
             )
     if ro.header and header is None:
         raise InputError(f"data file has a header but no data rows: {p}")

@@ -68,12 +68,15 @@ def _fail(message: str, code: int, *, as_json: bool) -> typer.Exit:
 
 def _preflight(config) -> None:
     """Check the inputs before anything starts: schema, data file, output folder."""
-    from dpsyn.io import check_output_dir, read_table
+    from dpsyn.io import check_output_dir
+    from dpsyn.scale import plan_partitions, read_partition
     from dpsyn.schema import load_schema
     from dpsyn.synth import get_class
 
     schema = load_schema(config.table_schema)
-    read_table(config.data, schema)
+    rows = 0 if config.mask.k is not None else config.scale.partition_rows
+    for part in plan_partitions(config.data, schema, rows):  # one partition in memory at a time
+        read_partition(config.data, schema, part)
     get_class(config.synthesizer)
     check_output_dir(Path(config.out).absolute(), overwrite=config.overwrite)
 

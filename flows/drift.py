@@ -17,6 +17,7 @@ from prefect import flow
 
 from dpsyn.config import DriftMonitorConfig
 from dpsyn.errors import PrivacyBudgetExceededError
+from flows import partitioned
 from flows.synthesize import synthesize
 from tasks import budget as budget_tasks
 from tasks import drift as drift_tasks
@@ -45,11 +46,12 @@ def monitor_drift(config: DriftMonitorConfig) -> dict:
         try:
             budget_tasks.mark_read(budget, key)
             no_holdout = config.synthesize.validation.model_copy(update={"utility": False})
+            batches = []
             for data, w in ((Path(reference["path"]), ref_work), (config.data, cur_work)):
                 cfg = config.synthesize.model_copy(update={"data": data, "validation": no_holdout})
-                stages.scrub(cfg, w)
-                stages.mask(cfg, w)
-            result = drift_tasks.detect(config, ref_work, cur_work, work, reference)
+                # scrub → mask → the drift check's exact counts, per partition (on Dask for large batches)
+                batches.append(partitioned.prepare(cfg, w, statistics="drift")["batch"])
+            result = drift_tasks.detect(config, ref_work, cur_work, work, reference, batches=tuple(batches))
         except BaseException:
             budget_tasks.settle(budget, key, None)  # after reading, the whole reservation stays charged
             drift_tasks.log_drift(config, None, work, reference=reference, population=population, status="FAILED")

@@ -1,5 +1,8 @@
 """The ``synthesize`` flow: scrub → mask → DP synthesis → watermark → validate → publish → record.
 
+Scrubbing, masking and the gate's real-side counts run per partition of the
+input, on Dask for a multi-partition input (flows/partitioned.py).
+
 One pydantic config is the only parameter, so a bad parameter fails before
 the run starts and renders as a form in the Prefect UI. Tasks exchange file
 references in a private work folder that is removed when the flow ends. The
@@ -17,6 +20,7 @@ from prefect import flow
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import GateFailedError
+from flows import partitioned
 from tasks import audit as audit_tasks
 from tasks import budget as budget_tasks
 from tasks import stages
@@ -42,8 +46,8 @@ def synthesize(config: SynthesizeConfig) -> dict:
     privacy_logged = settled = False
     try:
         budget_tasks.mark_read(config.budget, key)
-        scrub_report = stages.scrub(config, work)
-        batch = stages.mask(config, work)
+        prepared = partitioned.prepare(config, work)  # scrub → mask → real-side counts, per partition (Dask)
+        scrub_report, batch = prepared["scrub_report"], prepared["batch"]
         fit_summary = stages.fit(config, work)
         stages.sample(config, work, batch["rows"])
         wm = stages.watermark(config, work, batch["batch_id"], run_id)

@@ -48,25 +48,40 @@ def champion_batch(config: DriftMonitorConfig, schema_name: str) -> dict | None:
 
 
 @task(name="detect-drift", **PRIVATE)
-def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, reference: dict) -> dict:
-    """One DP release comparing the two masked batches; writes the report (JSON, HTML) into ``work``."""
-    from dpsyn.drift import detect_drift, render_html
+def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, reference: dict,
+           batches: tuple[dict, dict] | None = None) -> dict:
+    """One DP release comparing the two masked batches; writes the report (JSON, HTML) into ``work``.
+
+    With the batches' exact counts merged from their partitions (flows/partitioned.py, ``batches`` their
+    summaries) the release is computed from those; otherwise from the masked tables.
+    """
+    from dpsyn.drift import detect_drift_from_statistics, drift_statistics, render_html
     from dpsyn.privacy import NoiseSource, PrivacyAccountant
     from dpsyn.schema import load_schema
     from dpsyn.synth import default_delta
-    from tasks.stages import MASKED
+    from dpsyn.validation.stats import RealStatistics
+    from tasks.stages import MASKED, REAL_STATISTICS
 
     schema = load_schema(config.synthesize.table_schema)
-    ref = pd.read_parquet(Path(ref_work) / MASKED)
-    cur = pd.read_parquet(Path(cur_work) / MASKED)
-    p = config.synthesize.privacy
-    acct = PrivacyAccountant(epsilon=config.drift.epsilon, delta=default_delta(min(len(ref), len(cur))),
-                             accountant=p.accountant)
-    rep = detect_drift(ref, cur, schema, config.drift, accountant=acct, noise=NoiseSource(secure=p.secure_rng))
-    acct.check()
-    from dpsyn.io import frame_sha256
 
-    ref_hash = frame_sha256(ref)
+    def counts(w: str) -> RealStatistics:
+        path = Path(w) / REAL_STATISTICS
+        return RealStatistics.load(path) if path.exists() else drift_statistics(pd.read_parquet(Path(w) / MASKED),
+                                                                                  schema)
+
+    ref, cur = counts(ref_work), counts(cur_work)
+    p = config.synthesize.privacy
+    acct = PrivacyAccountant(epsilon=config.drift.epsilon, delta=default_delta(min(ref.n, cur.n)),
+                             accountant=p.accountant)
+    rep = detect_drift_from_statistics(ref, cur, schema, config.drift, accountant=acct,
+                                       noise=NoiseSource(secure=p.secure_rng))
+    acct.check()
+    if batches is not None:
+        ref_hash = batches[0]["batch_id"]
+    else:
+        from dpsyn.io import frame_sha256
+
+        ref_hash = frame_sha256(pd.read_parquet(Path(ref_work) / MASKED))
     if reference.get("batch_id") and reference["batch_id"] != ref_hash:
         get_run_logger().warning("the training batch file changed since the champion was trained (content hash "
                                  "differs): drift is measured against the file as it is now")
@@ -76,7 +91,7 @@ def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, 
     (Path(work) / REPORT_HTML).write_text(render_html(rep, context=context))
     get_run_logger().info("drift check: %s", rep.summary())
     out = {"drifted": rep.drifted, "summary": rep.summary(), "drifted_columns": rep.drifted_columns,
-           "privacy": acct.summary(), "reference_batch": ref_hash, "rows_reference": len(ref), "rows_new": len(cur),
+           "privacy": acct.summary(), "reference_batch": ref_hash, "rows_reference": ref.n, "rows_new": cur.n,
            "max_ks": max([c.value for c in rep.columns if c.statistic == "ks"], default=0.0),
            "max_psi": max([c.value for c in rep.columns if c.statistic == "psi"], default=0.0)}
     (Path(work) / "drift_summary.json").write_text(json.dumps(out))

@@ -1,4 +1,4 @@
-"""The ``synthesize`` pipeline's stages as Prefect tasks.
+"""The ``synthesize`` pipeline's stages as Prefect tasks (scrub and mask run per partition: tasks/scale.py).
 
 Each task reads its inputs from, and writes its outputs to, a private work
 folder (mode 0700, removed when the flow ends), and returns only small,
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from dpsyn.config import SynthesizeConfig
@@ -39,6 +39,7 @@ GE_DOCS = "ge_data_docs"  # Great Expectations Data Docs of the synthetic table 
 GE_RESULT = "ge_validation_result.json"
 CANARIES = "canaries.parquet"  # in-run audit (validation.audit): made-up records and their secret coins
 CANARY_COINS = "canary_coins.npy"
+REAL_STATISTICS = "real_statistics.npz"  # exact real-side counts merged from the partitions (tasks/scale.py)
 
 
 def _done(stage: str) -> None:
@@ -58,58 +59,6 @@ def make_workdir() -> str:
 @task(name="remove-workdir", **PRIVATE)
 def remove_workdir(work: str) -> None:
     shutil.rmtree(work, ignore_errors=True)
-
-
-@task(name="scrub", **PRIVATE)
-def scrub(config: SynthesizeConfig, work: str) -> dict:
-    """Read the input as its schema declares and scrub PII (Presidio); the raw frame never touches disk."""
-    from dpsyn.pii import scrub_file
-
-    clean, rep = scrub_file(config.data, config.table_schema, config.scrub)
-    clean.to_parquet(Path(work) / SCRUBBED, index=False)
-    get_run_logger().info("scrubbed %d rows: %d entities replaced or dropped", rep.rows, rep.total)
-    from tasks.artifacts import publish_scrub_report
-
-    publish_scrub_report(rep.to_dict())
-    _done("scrub PII")
-    return rep.to_dict()
-
-
-@task(name="mask", **PRIVATE)
-def mask(config: SynthesizeConfig, work: str) -> dict:
-    """Apply tier rules and generalizations; identify the training batch by content hash."""
-    from dpsyn.io import frame_sha256
-    from dpsyn.masking import mask_table
-    from dpsyn.schema import load_schema
-
-    schema = load_schema(config.table_schema)
-    scrubbed = pd.read_parquet(Path(work) / SCRUBBED)
-    masked, rep = mask_table(scrubbed, schema, config.mask)
-    rep.raise_if_nonconforming(schema.name)
-    batch_id = frame_sha256(masked)
-    n_all = len(masked)
-    v = config.validation
-    holdout_rows = 0
-    if v.utility and v.holdout_share > 0 and schema.target is not None:
-        from dpsyn.privacy import NoiseSource
-        from dpsyn.validation.utility import split_holdout
-
-        # secret coins: which rows the synthesizer never sees (the utility check's test set)
-        coins = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
-        masked, holdout = split_holdout(masked, v.holdout_share, noise=coins)
-        holdout.to_parquet(Path(work) / HOLDOUT, index=False)
-        holdout_rows = len(holdout)
-    masked.to_parquet(Path(work) / MASKED, index=False)
-    _done("mask by tier")
-    return {
-        "batch_id": batch_id,
-        "rows": n_all,
-        "train_rows": len(masked),
-        "holdout_rows": holdout_rows,
-        "source": Path(config.data).name,
-        "schema_name": schema.name,
-        "mask_report": rep.model_dump(),
-    }
 
 
 @task(name="fit-synthesizer", **PRIVATE)
@@ -150,10 +99,26 @@ def fit(config: SynthesizeConfig, work: str) -> dict:
 
 @task(name="sample", **PRIVATE)
 def sample(config: SynthesizeConfig, work: str, n_rows: int) -> int:
+    """Sample the synthetic table; more rows than a partition (``scale.partition_rows``) are drawn in chunks of
+    that size (each a full ``sample`` call: raked to the model's noisy marginals on its own), streamed to disk."""
     with open(Path(work) / MODEL, "rb") as f:
         synth = pickle.load(f)
     n = config.n_samples or n_rows
-    synth.sample(n, random_state=config.sample_seed).to_parquet(Path(work) / SYNTHETIC, index=False)
+    chunk = config.scale.partition_rows or n
+    if n <= chunk:
+        synth.sample(n, random_state=config.sample_seed).to_parquet(Path(work) / SYNTHETIC, index=False)
+    else:
+        from dpsyn.scale import merge_parquet, partition_seed
+
+        parts = []
+        for i, start in enumerate(range(0, n, chunk)):  # post-processing of the DP model: no budget
+            parts.append(Path(work) / f"synthetic-{i:05d}.parquet")
+            synth.sample(min(chunk, n - start), random_state=partition_seed(config.sample_seed, i)).to_parquet(
+                parts[-1], index=False)
+            report("sample (chunks)", i + 1, -(-n // chunk))
+        merge_parquet(parts, Path(work) / SYNTHETIC)
+        for p in parts:
+            p.unlink()
     _done("sample")
     return n
 
@@ -200,16 +165,25 @@ def validate(config: SynthesizeConfig, work: str) -> dict:
     schema = load_schema(config.table_schema)
     state = Path(work) / PRIVACY
     accountant = PrivacyAccountant.from_state_dict(json.loads(state.read_text()))
-    real = pd.read_parquet(Path(work) / MASKED)
     from dpsyn.watermark import WM_COLUMN, strip_text_codes
+
+    ho = Path(work) / HOLDOUT
+    counts = Path(work) / REAL_STATISTICS
+    real_stats = None
+    if counts.exists():  # merged exact counts of the partitions (flows/partitioned.py): noise is added once
+        from dpsyn.validation.stats import RealStatistics
+
+        real_stats = RealStatistics.load(counts)
+    # the rows themselves only where a check needs them: counts from scratch, or the utility check's DP model
+    real = pd.read_parquet(Path(work) / MASKED) if real_stats is None or ho.exists() else None
 
     # the gate judges exactly what would be published (watermark included), less the code column
     synth = strip_text_codes(pd.read_parquet(Path(work) / WATERMARKED).drop(columns=[WM_COLUMN], errors="ignore"))
     noise = NoiseSource(secure=config.privacy.secure_rng, seed=config.privacy.noise_seed)
-    ho = Path(work) / HOLDOUT
     holdout = pd.read_parquet(ho) if ho.exists() else None
     try:
-        rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise, holdout=holdout)
+        rep = run_gate(real, synth, schema, config.validation, accountant=accountant, noise=noise, holdout=holdout,
+                       real_stats=real_stats)
     finally:
         state.write_text(json.dumps(accountant.state_dict()))
     accountant.check()

@@ -34,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
 
-__all__ = ["DRIFT_LABEL", "ColumnDrift", "DriftConfig", "DriftReport", "detect_drift", "psi"]
+__all__ = ["DRIFT_LABEL", "ColumnDrift", "DriftConfig", "DriftReport", "detect_drift", "detect_drift_from_statistics",
+           "drift_statistics", "psi"]
 
 DRIFT_LABEL = "drift.release"
 
@@ -104,20 +105,39 @@ def psi(reference: np.ndarray, current: np.ndarray, *, floor: float, noise_std: 
     return max(value - 2 * noise_std**2 * float(np.sum(2 / (r + c))), 0.0)
 
 
+def drift_statistics(batch: pd.DataFrame, schema: TableSchema):
+    """The exact counts the drift check reads from one batch (private; counts of disjoint partitions merge
+    into those of the whole batch, :meth:`~dpsyn.validation.stats.RealStatistics.merge`)."""
+    from dpsyn.validation.stats import real_statistics
+
+    return real_statistics(batch, schema, pair_max_cells=0)
+
+
 def detect_drift(reference: pd.DataFrame, current: pd.DataFrame, schema: TableSchema,
                  config: DriftConfig | None = None, *, accountant: PrivacyAccountant,
                  noise: NoiseSource) -> DriftReport:
     """Compare the training batch ``reference`` with ``current`` (both masked as the schema declares); charges
     ``accountant`` one Gaussian release whose σ costs ``config.epsilon`` alone."""
-    from dpsyn.validation import _ks, _numeric, column_histograms
+    return detect_drift_from_statistics(drift_statistics(reference, schema), drift_statistics(current, schema),
+                                        schema, config, accountant=accountant, noise=noise)
+
+
+def detect_drift_from_statistics(reference, current, schema: TableSchema, config: DriftConfig | None = None, *,
+                                 accountant: PrivacyAccountant, noise: NoiseSource) -> DriftReport:
+    """:func:`detect_drift` from the two batches' exact counts (:func:`drift_statistics`, possibly merged from
+    partitions): the noise is added once, to statistics of the merged counts, so the release is the same."""
+    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.validation.stats import ks_between_counts
 
     config = config or DriftConfig()
-    hists = column_histograms(reference, current, schema)  # [(encoded column, shares ref, shares cur)]
+    names = [c.name for c in schema.synthesizable_columns() if c.name in reference.hist and c.name in current.hist]
+    enc = DiscreteEncoder(schema, columns=names)
+    n_ref, n_cur = max(reference.n, 1), max(current.n, 1)
+    hists = [(c, reference.hist[c.name] / n_ref, current.hist[c.name] / n_cur) for c in enc.columns]
     numeric = [c for c, _, _ in hists if c.kind != ColumnKind.categorical]
-    ks = [_ks(_numeric(reference[c.name], schema.column(c.name)), _numeric(current[c.name], schema.column(c.name)))
-          for c in numeric]
+    ks = [ks_between_counts(reference.values[c.name], current.values[c.name]) for c in numeric]
     w = config.hist_weight
-    n_min = max(min(len(reference), len(current)) - 1, 1)
+    n_min = max(min(reference.n, current.n) - 1, 1)
     delta = math.sqrt(len(ks) + 2 * w**2 * len(hists)) / n_min
     sigma = accountant.sigma_for_share(min(config.epsilon / accountant.target_epsilon, 0.999))
     exact = np.concatenate([np.asarray(ks, float)] + [np.concatenate([r, s]) for _, r, s in hists])
@@ -139,8 +159,8 @@ def detect_drift(reference: pd.DataFrame, current: pd.DataFrame, schema: TableSc
         cols.append(ColumnDrift(column=col.name, kind=col.kind.value, statistic=stat, value=value, threshold=thr,
                                 drifted=value > thr, labels=list(col.labels), reference=[float(x) for x in ref],
                                 current=[float(x) for x in cur], noise_std=float(sd)))
-    return DriftReport(drifted=any(c.drifted for c in cols), columns=cols, n_reference=len(reference),
-                       n_current=len(current), epsilon=accountant.epsilon(), noise_multiplier=sigma)
+    return DriftReport(drifted=any(c.drifted for c in cols), columns=cols, n_reference=reference.n,
+                       n_current=current.n, epsilon=accountant.epsilon(), noise_multiplier=sigma)
 
 
 def render_html(report: DriftReport, *, title: str = "dpsyn drift report", context: dict | None = None) -> str:

@@ -31,9 +31,10 @@ from scipy.stats import norm as _norm
 from dpsyn.errors import GateFailedError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
+from dpsyn.validation.stats import RealStatistics, ks_from_counts, real_statistics
 
-__all__ = ["CheckResult", "ColumnHistogram", "ValidationConfig", "ValidationReport", "fidelity_statistics", "gate_rules", "validate",
-           "validate_files"]
+__all__ = ["CheckResult", "ColumnHistogram", "RealStatistics", "ValidationConfig", "ValidationReport",
+           "fidelity_statistics", "gate_rules", "real_statistics_for", "validate", "validate_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -331,6 +332,66 @@ def _utility_statistics(real, synth, holdout, schema, config, accountant, noise)
             "values": [mann_whitney_u(s_tstr, y) / h**2, mann_whitney_u(s_trtr, y) / h**2, float(y.sum()) / h]}
 
 
+def real_statistics_for(real: pd.DataFrame, schema: TableSchema, config: ValidationConfig) -> RealStatistics:
+    """The exact counts the gate reads from ``real`` (private): :func:`dpsyn.validation.stats.real_statistics`
+    with the gate's pair limit and rules. Counts of disjoint partitions merge into those of the whole table."""
+    return real_statistics(real, schema, pair_max_cells=config.pair_max_cells, rules=gate_rules(config, schema))
+
+
+def _modelled(stats: RealStatistics, synth: pd.DataFrame, schema: TableSchema) -> list:
+    return [c for c in schema.synthesizable_columns() if c.name in stats.hist and c.name in synth.columns]
+
+
+def _fidelity_from_counts(stats: RealStatistics, synth: pd.DataFrame,
+                          schema: TableSchema) -> list[tuple[str, str, float]]:
+    """As :func:`fidelity_statistics`, with the real side given by its counts (same values, bit for bit)."""
+    out = []
+    n = max(stats.n, 1)
+    for col in _modelled(stats, synth, schema):
+        if col.kind == ColumnKind.categorical:
+            cats = list(col.domain or []) + ["\x00<missing>"]
+            pr = stats.counts[col.name] / n
+            ps = synth[col.name].astype("string").fillna(cats[-1]).value_counts(normalize=True).reindex(
+                cats, fill_value=0.0).to_numpy()
+            out.append((col.name, "tvd", float(0.5 * np.abs(pr - ps).sum())))
+        else:
+            v, c = stats.values[col.name]
+            out.append((col.name, "ks", ks_from_counts(v, c, _numeric(synth[col.name], col))))
+    return out
+
+
+def _pairs_from_counts(stats: RealStatistics, synth: pd.DataFrame, schema: TableSchema, *,
+                       max_cells: int) -> list[tuple[str, str, float]]:
+    """As :func:`pair_statistics`, with the real side given by its counts."""
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    if max_cells <= 0:
+        return []
+    enc = DiscreteEncoder(schema, columns=[c.name for c in _modelled(stats, synth, schema)])
+    b = enc.encode(synth[enc.names])
+    out = []
+    for i in range(len(enc.sizes)):
+        for j in range(i + 1, len(enc.sizes)):
+            cells = enc.sizes[i] * enc.sizes[j]
+            if cells > max_cells:
+                continue
+            key = f"{enc.names[i]}/{enc.names[j]}"
+            pa = stats.pairs[key] / max(stats.n, 1)
+            pb = np.bincount(b[:, i] * enc.sizes[j] + b[:, j], minlength=cells) / max(len(b), 1)
+            out.append((key, "tvd2", float(0.5 * np.abs(pa - pb).sum())))
+    return out
+
+
+def _histograms_from_counts(stats: RealStatistics, synth: pd.DataFrame, schema: TableSchema):
+    """As :func:`column_histograms`, with the real side given by its counts."""
+    from dpsyn.synth.encoding import DiscreteEncoder
+
+    enc = DiscreteEncoder(schema, columns=[c.name for c in _modelled(stats, synth, schema)])
+    b = enc.encode(synth[enc.names])
+    return [(c, stats.hist[c.name] / max(stats.n, 1), np.bincount(b[:, j], minlength=c.size) / max(len(b), 1))
+            for j, c in enumerate(enc.columns)]
+
+
 def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig, *,
                     n_train: int | None = None) -> float:
     """Reserve the gate's budget before synthesis: its release and, given ``n_train`` (rows the reference
@@ -345,7 +406,7 @@ def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig, *,
 
 
 def validate(
-    real: pd.DataFrame,
+    real: pd.DataFrame | None,
     synth: pd.DataFrame,
     schema: TableSchema,
     config: ValidationConfig | None = None,
@@ -353,28 +414,43 @@ def validate(
     accountant: PrivacyAccountant,
     noise: NoiseSource,
     holdout: pd.DataFrame | None = None,
+    real_stats: RealStatistics | None = None,
 ) -> ValidationReport:
     """Run the gate; charges the accountant for reading ``real`` (and ``holdout``, rows the synthesizer never saw,
-    which enable the utility check)."""
+    which enable the utility check).
+
+    Every real-side statistic is computed from exact counts (:func:`real_statistics_for`). ``real_stats``
+    gives those counts computed beforehand, e.g. merged from a partitioned read; ``real`` is then read only
+    by the utility check (it may be None when there is no holdout). The noise is added once, to the
+    statistics of the merged counts, so a partitioned gate releases exactly what an unpartitioned one would.
+    """
     config = config or ValidationConfig()
     planned = {m.label: m for m in accountant.planned}
     sigma = planned[VALIDATION_LABEL].noise_multiplier if VALIDATION_LABEL in planned else None
     if sigma is None:
         sigma = plan_validation(accountant, config)
-    max_cells = min(config.pair_max_cells, int(len(real) / config.pair_min_rows_per_cell))
-    stats = fidelity_statistics(real, synth, schema) + pair_statistics(real, synth, schema, max_cells=max_cells)
-    n = len(real)
     rules = gate_rules(config, schema)
+    if real_stats is None:
+        if real is None:
+            raise ValueError("validate needs the real rows or their statistics")
+        real_stats = real_statistics_for(real, schema, config)
+    n = real_stats.n
+    max_cells = min(config.pair_max_cells, int(n / config.pair_min_rows_per_cell))
+    stats = _fidelity_from_counts(real_stats, synth, schema) + _pairs_from_counts(real_stats, synth, schema,
+                                                                                  max_cells=max_cells)
     rule_real, rule_synth, conditional = {}, {}, set()
     if rules is not None:
         from dpsyn.validation.rules import conditional_checks, rule_counts
 
         conditional = conditional_checks(rules)
-        for check, (v, m) in rule_counts(real, rules, schema).items():
+        rule_synth_counts = rule_counts(synth, rules, schema)
+        if set(real_stats.rules) != set(rule_synth_counts):
+            raise ValueError("the real statistics were computed with other rules than the gate's")
+        for check, (v, m) in real_stats.rules.items():
             rule_real[check] = v / max(n, 1)  # released: violation rate
             if check in conditional:
                 rule_real[check + "#applies"] = m / max(n, 1)  # released: share of rows the rule applies to
-        rule_counts_synth = rule_counts(synth, rules, schema)
+        rule_counts_synth = rule_synth_counts
         for check, (v, m) in rule_counts_synth.items():
             rule_synth[check] = (v / m if m else 0.0) if check in conditional else v / max(len(synth), 1)
     util = _utility_statistics(real, synth, holdout, schema, config, accountant, noise)
@@ -385,7 +461,7 @@ def validate(
     n_single = max(len(stats) - n_pairs, 1)
     w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
     # each column's histogram (shares over its public cells) moves by ≤ √2/(n−1) in L2: weight² counts twice
-    hists = column_histograms(real, synth, schema) if config.hist_weight > 0 else []
+    hists = _histograms_from_counts(real_stats, synth, schema) if config.hist_weight > 0 else []
     h_cells = sum(len(r) for _, r, _ in hists)
     w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real)
                  + [config.hist_weight] * h_cells)

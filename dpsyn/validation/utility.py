@@ -34,6 +34,13 @@ __all__ = ["REFERENCE_LABEL", "mann_whitney_u", "plan_reference", "positive_labe
 
 REFERENCE_LABEL = "validation.reference"
 REF_BATCH, REF_EPOCHS, REF_LR, REF_CLIP = 512, 5, 0.05, 1.0
+REF_STEPS_PER_EPOCH = 200  # large tables: the expected batch grows instead of the step count
+
+
+def reference_batch(n_train: int) -> int:
+    """Expected batch of the reference model: 512, or n/200 from 102,400 training rows on (public: n), so a
+    large table costs at most 200 steps per epoch (each step's Poisson sampling reads every row)."""
+    return max(REF_BATCH, n_train // REF_STEPS_PER_EPOCH)
 
 
 def positive_label(schema: TableSchema, positive: str | None = None) -> str:
@@ -66,7 +73,7 @@ def plan_reference(accountant: PrivacyAccountant, share: float, n_train: int) ->
     """Plan the TRTR model's DP-SGD (alone: ``share`` of ε); return its noise multiplier."""
     from dpsyn.synth.dpsgd import steps_and_rate
 
-    q, steps = steps_and_rate(n_train, batch_size=REF_BATCH, epochs=REF_EPOCHS)
+    q, steps = steps_and_rate(n_train, batch_size=reference_batch(n_train), epochs=REF_EPOCHS)
     sigma = accountant.sigma_for_share(share, sample_rate=q, steps=steps)
     accountant.plan(REFERENCE_LABEL, noise_multiplier=sigma, sample_rate=q, steps=steps)
     return sigma
@@ -95,7 +102,7 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
 
     torch.manual_seed(noise.seed())
     net = train_dpsgd(_task_net(sum(sizes), enc.sizes[t], 0), data=data, loss_fn=loss, accountant=accountant,
-                      noise=noise, noise_multiplier=sigma, batch_size=REF_BATCH, epochs=REF_EPOCHS,
+                      noise=noise, noise_multiplier=sigma, batch_size=reference_batch(len(real)), epochs=REF_EPOCHS,
                       max_grad_norm=REF_CLIP, lr=REF_LR, label=REFERENCE_LABEL)
     net.eval()
     pos = list(enc.columns[t].labels).index(positive_label(schema))

@@ -1,0 +1,58 @@
+"""The synthesize flow on a partitioned input: scrub, mask and the gate's counts per partition on Dask."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpsyn.config import SynthesizeConfig
+
+pytestmark = pytest.mark.slow
+
+
+def test_partitioned_flow_on_dask(prefect_harness, small_adult, tmp_path):
+    import json
+
+    import pandas as pd
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterId
+
+    from dpsyn.home import dpsyn_home
+    from dpsyn.io import frame_sha256, read_table
+    from dpsyn.masking import mask_table
+    from dpsyn.pii import scrub_table
+    from dpsyn.privacy import NoiseSource
+    from dpsyn.scale import partition_seed
+    from dpsyn.schema import load_schema
+    from dpsyn.validation.utility import split_holdout
+    from flows.synthesize import synthesize
+
+    work_root = dpsyn_home() / "work"
+    work_before = set(work_root.glob("*")) if work_root.exists() else set()
+    out = tmp_path / "out"
+    # the wiring is under test, not the synthesizer: a short fit and a gate that passes any table (it still
+    # reads every partition's counts and the holdout)
+    loose = {"tvd_threshold": 1.0, "ks_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0}
+    cfg = SynthesizeConfig(data=small_adult, table_schema="adult", out=out, synthesizer_config={"epochs": 2},
+                           privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 3, "accountant": "rdp"},
+                           validation=loose, scale={"partition_rows": 700, "n_workers": 1}, register_model=False,
+                           experiment="partitioned-test")
+    result = synthesize(cfg)
+    assert result["gate_passed"] is True
+    schema = load_schema("adult")
+    whole = mask_table(scrub_table(read_table(small_adult, schema), schema)[0], schema)[0]
+    # the merged partitions are the unpartitioned training batch, row for row
+    assert result["training_batch"]["batch_id"] == frame_sha256(whole)
+    assert result["training_batch"]["rows"] == len(whole) == 2000
+    # the gate read the training rows of every partition: each partition's holdout coins, from its own seed
+    train = sum(len(split_holdout(whole.iloc[i:i + 700], 0.2, noise=NoiseSource(secure=False, seed=s))[0])
+                for i, s in zip(range(0, 2000, 700), (partition_seed(3, k) for k in range(3)), strict=True))
+    assert json.loads((out / "validation_report.json").read_text())["n_real"] == train
+    assert len(pd.read_csv(out / "synthetic.csv")) == 2000
+    with get_client(sync_client=True) as c:
+        runs = c.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["prepare-partitions"])))
+        run = max((r for r in runs if len(r.parameters.get("parts", [])) == 3), key=lambda r: r.created)
+        tasks = c.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id])))
+    names = [t.name.rsplit("-", 1)[0] for t in tasks]
+    assert names.count("scrub-partition") == names.count("mask-partition") == 3  # on Dask, in the subflow
+    assert names.count("real-statistics-partition") == 3 and names.count("merge-partitions") == 1
+    assert set(work_root.glob("*")) == work_before  # the private work folder is gone
