@@ -45,6 +45,24 @@ logger = logging.getLogger(__name__)
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
+def check_file(p: Path) -> None:
+    """Raise :class:`InputError` for a missing, folder or empty data file."""
+    if not p.exists():
+        raise InputError(f"data file not found: {p}")
+    if p.is_dir():
+        raise InputError(f"data path is a folder, not a file: {p}")
+    if p.stat().st_size == 0:
+        raise InputError(f"data file is empty: {p}")
+
+
+def file_format(p: Path, schema: TableSchema) -> str:
+    """"parquet" or "csv": the schema's ``read.format``, or guessed from the suffix when it is "auto"."""
+    fmt = schema.read.format
+    if fmt == "auto":
+        fmt = "parquet" if p.suffix.lower() in _PARQUET_SUFFIXES else "csv"
+    return fmt
+
+
 def read_table(path: str | Path, schema: TableSchema, *, check_domains: bool = True) -> pd.DataFrame:
     """Read ``path`` as ``schema`` declares and return a frame with the schema's columns.
 
@@ -53,15 +71,8 @@ def read_table(path: str | Path, schema: TableSchema, *, check_domains: bool = T
     :class:`InputError` for a missing, empty, non-UTF-8 or mismatched file.
     """
     p = Path(path)
-    if not p.exists():
-        raise InputError(f"data file not found: {p}")
-    if p.is_dir():
-        raise InputError(f"data path is a folder, not a file: {p}")
-    if p.stat().st_size == 0:
-        raise InputError(f"data file is empty: {p}")
-    fmt = schema.read.format
-    if fmt == "auto":
-        fmt = "parquet" if p.suffix.lower() in _PARQUET_SUFFIXES else "csv"
+    check_file(p)
+    fmt = file_format(p, schema)
     df = _read_parquet(p, schema) if fmt == "parquet" else _read_csv(p, schema)
     if len(df) == 0:
         raise InputError(f"data file has no data rows: {p}")

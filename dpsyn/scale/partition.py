@@ -21,27 +21,11 @@ import numpy as np
 import pandas as pd
 
 from dpsyn.errors import InputError, SchemaError
-from dpsyn.io import _PARQUET_SUFFIXES, coerce_to_schema, parse_csv_bytes, read_table
+from dpsyn.io import check_file, coerce_to_schema, file_format, parse_csv_bytes, read_table
 from dpsyn.scale.config import Partition
 from dpsyn.schema import TableSchema
 
 __all__ = ["partition_seed", "plan_partitions", "read_partition"]
-
-
-def _format(p: Path, schema: TableSchema) -> str:
-    fmt = schema.read.format
-    if fmt == "auto":
-        fmt = "parquet" if p.suffix.lower() in _PARQUET_SUFFIXES else "csv"
-    return fmt
-
-
-def _check_file(p: Path) -> None:
-    if not p.exists():
-        raise InputError(f"data file not found: {p}")
-    if p.is_dir():
-        raise InputError(f"data path is a folder, not a file: {p}")
-    if p.stat().st_size == 0:
-        raise InputError(f"data file is empty: {p}")
 
 
 def plan_partitions(path: str | Path, schema: TableSchema, rows: int) -> list[Partition]:
@@ -51,10 +35,10 @@ def plan_partitions(path: str | Path, schema: TableSchema, rows: int) -> list[Pa
     do not match the schema, as :func:`dpsyn.io.read_table` would.
     """
     p = Path(path)
-    _check_file(p)
+    check_file(p)
     if rows <= 0:
         return [Partition(index=0, count=1, format="whole")]
-    fmt = _format(p, schema)
+    fmt = file_format(p, schema)
     return _plan_parquet(p, schema, rows) if fmt == "parquet" else _plan_csv(p, schema, rows)
 
 
@@ -151,7 +135,7 @@ def read_partition(path: str | Path, schema: TableSchema, part: Partition, *, ch
     p = Path(path)
     if part.format == "whole":
         return read_table(p, schema, check_domains=check_domains)
-    _check_file(p)
+    check_file(p)
     source = p.name if part.count == 1 else f"{p.name} (partition {part.index + 1} of {part.count})"
     if part.format == "parquet":
         import pyarrow.parquet as pq
