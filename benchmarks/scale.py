@@ -22,7 +22,8 @@ Parts (``--only``):
     partitions of ``--dask-partition-rows``, on a LocalCluster with 1 worker and with 2 workers.
 ``dpsgd``
     dpgen's autoregressive net on Adult codes: seconds per DP-SGD step (``train_dpsgd``: Poisson
-    sampling from the CSPRNG, Opacus ghost clipping, CSPRNG noise, Adam) over seconds per
+    sampling from the CSPRNG, book-keeping clipping (Opacus ghost clipping for models it does not
+    cover), CSPRNG noise, Adam) over seconds per
     non-private step of the same model, batch size and optimizer, at 1 and 2 torch threads; and
     the same DP-SGD over 2 processes (``dpsyn.synth.distributed``, gloo) against 1.
 
@@ -353,16 +354,26 @@ def child_dpsgd(args) -> None:
     sigma = acct.calibrate(sample_rate=q, steps=steps)
     noise = NoiseSource(secure=True)
     t = time.perf_counter()
-    train_dpsgd(_ARNet(sizes, 64), data=data, loss_fn=loss_fn, accountant=acct, noise=noise, noise_multiplier=sigma,
-                batch_size=batch, epochs=epochs, max_grad_norm=1.0, lr=1e-2, label="bench")
+    trained = train_dpsgd(_ARNet(sizes, 64), data=data, loss_fn=loss_fn, accountant=acct, noise=noise,
+                          noise_multiplier=sigma, batch_size=batch, epochs=epochs, max_grad_norm=1.0, lr=1e-2,
+                          label="bench")
     dp = (time.perf_counter() - t) / steps
+    # the parts of a DP step that do not depend on the model's arithmetic: the Poisson sample (as train_dpsgd
+    # draws it) and the CSPRNG noise for every parameter
     t = time.perf_counter()
     for _ in range(20):
-        noise.uniform(n)
+        noise.poisson_sample(n, q)
     sampling = (time.perf_counter() - t) / 20
+    shapes = [p.shape for p in trained.parameters() if p.requires_grad]
+    t = time.perf_counter()
+    for _ in range(20):
+        noise.normal_list(shapes, sigma)
+    noise_s = (time.perf_counter() - t) / 20
     print(json.dumps({"rows": n, "batch": batch, "steps": steps, "threads": spec["threads"], "plain_step_s": plain,
                       "dp_step_s": dp, "poisson_sampling_s": sampling, "ratio": dp / plain,
-                      "ratio_without_sampling": (dp - sampling) / plain}), flush=True)
+                      "ratio_without_sampling": (dp - sampling) / plain, "clipping": trained.dp_clipping_,
+                      "noise_s": noise_s, "parameters": sum(int(p.numel()) for p in trained.parameters()),
+                      "epsilon": acct.epsilon(), "history": acct.history()}), flush=True)
 
 
 def child_distributed(args) -> None:

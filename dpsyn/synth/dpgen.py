@@ -8,7 +8,8 @@ model without weight masks: each head sees only its prefix slice).
 Privacy argument (details in docs/privacy.md):
 
 * the only access to private rows is the training loop, which is DP-SGD
-  (Abadi et al. 2016) through Opacus: Poisson-subsampled batches at rate q,
+  (Abadi et al. 2016; :func:`~dpsyn.synth.dpsgd.train_dpsgd`: book-keeping
+  clipping for this all-Linear net, Opacus otherwise): Poisson-subsampled batches at rate q,
   per-sample gradients clipped to L2 norm C, Gaussian noise of std σC added
   to every summed gradient;
 * σ is calibrated *before* training so that the run's accountant (which also
@@ -17,9 +18,9 @@ Privacy argument (details in docs/privacy.md):
 * encoding bins and domains come from the public schema; sampling is
   post-processing of the DP model and costs nothing.
 
-Batches are drawn here (not by Opacus' data loader) with the run's
+Batches are drawn by ``train_dpsgd`` (not by Opacus' data loader) with the run's
 :class:`~dpsyn.privacy.NoiseSource`, so both the Poisson sampling and the
-noise use the OS CSPRNG in secure mode.
+noise come from its CSPRNG (AES-256-CTR keyed from the OS) in secure mode.
 """
 
 from __future__ import annotations

@@ -4,12 +4,29 @@
 reach model weights. Each step:
 
 1. **sample**: every row joins the batch independently with probability q
-   (Poisson sampling, drawn from the run's :class:`~dpsyn.privacy.NoiseSource`);
-2. **clip**: Opacus ghost clipping bounds each row's gradient (of its whole
-   loss) to L2 norm C;
-3. **noise**: N(0, σ²C²) from the run's noise source is added to the summed
-   gradient (Opacus' ``add_noise`` is replaced by the CSPRNG source);
-4. **update** with the wrapped optimizer; the accountant records (σ, q) per step.
+   (Poisson sampling, :meth:`~dpsyn.privacy.NoiseSource.poisson_sample` of the
+   run's noise source);
+2. **clip**: each row's gradient (of its whole loss) is scaled to L2 norm ≤ C,
+   and the clipped gradients are summed;
+3. **noise**: N(0, σ²C²) from the run's noise source is added to every
+   coordinate of the sum, which is then divided by the expected batch size q·n
+   (as Opacus' ``DPOptimizer`` does with ``loss_reduction="mean"``);
+4. **update** with Adam; the accountant records (σ, q) per step (an empty batch
+   skips the update and is still charged).
+
+Clipping, two implementations of the same step:
+
+* **book-keeping** (:mod:`dpsyn.synth.fastclip`, Bu et al. 2023), used whenever
+  every trainable parameter is the weight or bias of an ``nn.Linear`` fed 2-D
+  inputs (dpgen's heads, dpdsyn's task model, the utility and fairness models):
+  one forward, one backward to the layer outputs, per-row norms and the clipped
+  sum from one matmul per layer, noise and Adam here;
+* **Opacus ghost clipping** (``PrivacyEngine``, ``grad_sample_mode="ghost"``,
+  its ``add_noise`` replaced by the run's noise source) for any other model:
+  :func:`~dpsyn.synth.fastclip.bk_layers` and a probe forward pass decide, nothing is guessed.
+
+Both compute the same per-row norms, clip factors min(1, C/(norm + 1e-6)), noise,
+scaling and accountant steps (a unit test compares them on one batch).
 
 With ``group_clip`` (DP-SGD-S, :mod:`dpsyn.privacy.group_clip`) each row is
 clipped at its group's bound C_k, the noise is σ_g · max_k C_k, and per-group
@@ -25,17 +42,21 @@ costs no budget, and it averages out part of the noise of the last steps.
 
 from __future__ import annotations
 
+import logging
 import types
 import warnings
 from collections.abc import Callable
+from typing import Literal
 
-import numpy as np
 import torch
 from torch import nn
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.privacy.group_clip import GroupClipper, split_noise
 from dpsyn.progress import report
+from dpsyn.synth.fastclip import BookKeeping, bk_layers
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["steps_and_rate", "train_dpsgd"]
 
@@ -62,24 +83,114 @@ def train_dpsgd(
     ema_decay: float = 0.0,
     groups: torch.Tensor | None = None,
     group_clip: GroupClipper | None = None,
+    clipping: Literal["auto", "bookkeeping", "ghost"] = "auto",
 ) -> nn.Module:
     """Train ``model`` with DP-SGD on the rows of ``data``; returns the trained plain module.
 
     The sample rate and step count are :func:`steps_and_rate` of ``len(data)``,
     ``batch_size`` and ``epochs``: calibrate ``noise_multiplier`` with the same.
 
-    ``loss_fn(model, batch, criterion)`` returns the batch loss built from the
-    wrapped ``criterion`` (a per-sample cross-entropy), so ghost clipping sees
-    per-sample losses. ``ema_decay`` in [0, 1): 0 returns the last iterate.
+    ``loss_fn(model, batch, criterion)`` returns a sum of ``criterion`` outputs
+    (``criterion`` is a per-sample cross-entropy), i.e. one loss per row of the
+    batch: each row's gradient is clipped. ``ema_decay`` in [0, 1): 0 returns the
+    last iterate. ``clipping``: "auto" (book-keeping where the model allows it,
+    else Opacus ghost clipping), "bookkeeping" (raise if the model does not allow
+    it) or "ghost" (always Opacus). The returned model's ``dp_clipping_`` says which ran.
     """
     if (groups is None) != (group_clip is None):
         raise ValueError("group-adaptive clipping needs both groups (one code per row) and a GroupClipper")
     if not 0.0 <= ema_decay < 1.0:
         raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
+    if clipping not in ("auto", "bookkeeping", "ghost"):
+        raise ValueError(f"clipping must be 'auto', 'bookkeeping' or 'ghost', got {clipping!r}")
+    n = len(data)
+    sample_rate, steps = steps_and_rate(n, batch_size=batch_size, epochs=epochs)
+    kw = dict(data=data, loss_fn=loss_fn, accountant=accountant, noise=noise, noise_multiplier=noise_multiplier,
+              batch_size=batch_size, sample_rate=sample_rate, steps=steps, max_grad_norm=max_grad_norm, lr=lr,
+              label=label, ema_decay=ema_decay, groups=groups, group_clip=group_clip)
+    if clipping != "ghost":
+        layers, why = bk_layers(model)
+        if layers is not None:
+            bk = BookKeeping(model, layers)
+            try:
+                model.train()
+                why = bk.probe(loss_fn, data[:2], nn.CrossEntropyLoss(reduction="none")) if n else ""
+                if not why:
+                    trained = _train_bookkeeping(model, bk, **kw)
+                    trained.dp_clipping_ = "bookkeeping"
+                    return trained
+            finally:
+                bk.remove()
+        if clipping == "bookkeeping":
+            raise ValueError(f"book-keeping clipping does not apply to this model: {why}")
+        logger.info("DP-SGD %s: Opacus ghost clipping (%s)", label, why)
+    trained = _train_opacus(model, **kw)
+    trained.dp_clipping_ = "ghost"
+    return trained
+
+
+def _expected_batch_size(n: int, sample_rate: float) -> int:
+    """Opacus' ``make_private``: ``int(len(dataset) * sample_rate)``, the denominator of the mean gradient."""
+    return int(n * sample_rate)
+
+
+def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, accountant, noise, noise_multiplier,
+                       batch_size, sample_rate, steps, max_grad_norm, lr, label, ema_decay, groups,
+                       group_clip) -> nn.Module:
+    """DP-SGD with book-keeping clipping: the step of :func:`_train_opacus`, without Opacus' two backward passes."""
+    n = len(data)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    params = [p for p in model.parameters() if p.requires_grad]
+    shapes = [p.shape for p in params]
+    denominator = _expected_batch_size(n, sample_rate)
+    criterion = nn.CrossEntropyLoss(reduction="none")
+    grad_sigma, sigma_b = noise_multiplier, None
+    if group_clip is not None:
+        grad_sigma, sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)
+    ema = [p.detach().clone() for p in params] if ema_decay else None
+    steps_taken = accountant.opacus_accountant()  # the Opacus path's accountant, stepped the same way
+    model.train()
+    try:
+        for step in range(steps):
+            idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
+            if len(idx) == 0:
+                # A data-independent event: skip the update but still charge the step.
+                steps_taken.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+                if group_clip is not None:
+                    group_clip.skip(sigma_b=sigma_b, noise=noise)
+            else:
+                if group_clip is not None:
+                    batch_groups = groups[idx]
+                    bound, noise_bound = group_clip.row_bounds(batch_groups), group_clip.max_bound()
+                else:
+                    bound = noise_bound = max_grad_norm
+                clipped, norms = bk.clipped_sum(loss_fn, data[idx], criterion, bound)
+                draws = noise.normal_list(shapes, grad_sigma * noise_bound, dtype=params[0].dtype)
+                for p, z in zip(params, draws, strict=True):
+                    # (clipped sum + noise) / (q·n), as Opacus' add_noise and scale_grad
+                    p.grad = clipped[p].add_(z.to(p.device)).div_(denominator)
+                optimizer.step()
+                steps_taken.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+                if group_clip is not None:
+                    group_clip.update(norms, batch_groups, sigma_b=sigma_b, noise=noise)
+            _end_step(ema, params, ema_decay, label, step, steps)
+    finally:
+        accountant.sync_from_opacus(label)
+    for p in params:
+        p.grad = None
+    if ema is not None:
+        with torch.no_grad():
+            for p, e in zip(params, ema, strict=True):
+                p.copy_(e)
+    return model
+
+
+def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_multiplier, batch_size, sample_rate,
+                  steps, max_grad_norm, lr, label, ema_decay, groups, group_clip) -> nn.Module:
+    """DP-SGD with Opacus' ghost clipping (any model Opacus supports)."""
     from opacus import PrivacyEngine
 
     n = len(data)
-    sample_rate, steps = steps_and_rate(n, batch_size=batch_size, epochs=epochs)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     # Opacus reads the sample rate (1/len) and expected batch size from this loader; batches are drawn below.
     shape_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(n, 1)), batch_size=batch_size)
@@ -98,6 +209,7 @@ def train_dpsgd(
         poisson_sampling=False,
         grad_sample_mode="ghost",
     )
+    assert optimizer.expected_batch_size == _expected_batch_size(n, sample_rate)
     _use_noise_source(optimizer, noise)
     if group_clip is not None:
         # the accountant's hook reads optimizer.noise_multiplier (σ); the gradient gets σ_g ≥ σ, the counts σ_b
@@ -126,8 +238,7 @@ def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criter
         sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)[1]
     try:
         for step in range(steps):
-            mask = noise.uniform(n) < sample_rate
-            idx = torch.from_numpy(np.flatnonzero(mask))
+            idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
             optimizer.zero_grad(set_to_none=True)
             if len(idx) == 0:
                 # A data-independent event: skip the update but still charge the step.
@@ -147,12 +258,17 @@ def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criter
                 loss = loss_fn(dp_model, data[idx], criterion)
                 loss.backward()
                 optimizer.step()
-            if ema is not None:
-                with torch.no_grad():
-                    torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - ema_decay)
-            report(f"{label}: DP-SGD steps", step + 1, steps)
+            _end_step(ema, params, ema_decay, label, step, steps)
     finally:
         accountant.sync_from_opacus(label)
+
+
+def _end_step(ema, params, ema_decay: float, label: str, step: int, steps: int) -> None:
+    """After each step: move the EMA of the iterates (if any) and report progress."""
+    if ema is not None:
+        with torch.no_grad():
+            torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - ema_decay)
+    report(f"{label}: DP-SGD steps", step + 1, steps)
 
 
 def _use_noise_source(optimizer, noise: NoiseSource) -> None:
@@ -163,9 +279,12 @@ def _use_noise_source(optimizer, noise: NoiseSource) -> None:
         sigma = getattr(self, "_grad_noise_multiplier", None) or getattr(
             self, "_adjusted_noise_multiplier", self.noise_multiplier)
         std = sigma * self.max_grad_norm
-        for p in self.params:
+        # one draw for all parameters (secure source); the seeded source draws per parameter, in order, as before
+        draws = noise.normal_list([p.summed_grad.shape for p in self.params], std,
+                                  dtype=self.params[0].summed_grad.dtype)
+        for p, z in zip(self.params, draws, strict=True):
             _check_processed_flag(p.summed_grad)
-            p.grad = (p.summed_grad + noise.normal_like(p.summed_grad, std)).view_as(p)
+            p.grad = (p.summed_grad + z.to(p.summed_grad.device)).view_as(p)
             _mark_as_processed(p.summed_grad)
 
     optimizer.add_noise = types.MethodType(add_noise, optimizer)
