@@ -181,12 +181,18 @@ def _nlp_engine_classes():
                 self.nlp[m["lang_code"]] = nlp
 
         def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
-            art = super()._doc_to_nlp_artifact(doc, language)
-            # without a lemmatizer the lemmas are empty: fall back to the lower-cased token, and
-            # recompute the keywords (context words are looked up among them) from those
-            art.lemmas = [lem or tok.lower_ for lem, tok in zip(art.lemmas, doc, strict=True)]
-            art.keywords = art.set_keywords(self, art.lemmas, language)
-            return art
+            # Presidio's conversion, except that without a lemmatizer the lemmas are empty: fall back to
+            # the lower-cased token (context words are looked up among the keywords made from them)
+            entities, scores = self._get_updated_entities(self._get_entities(doc), self._get_scores_for_entities(doc))
+            return NlpArtifacts(
+                entities=entities,
+                tokens=doc,
+                tokens_indices=[t.idx for t in doc],
+                lemmas=[t.lemma_ or t.lower_ for t in doc],
+                nlp_engine=self,
+                language=language,
+                scores=scores,
+            )
 
     class _BlankSpacyNlpEngine(_OfflineSpacyNlpEngine):
         """A tokenizer-only pipeline: no NER, no download, no model files."""

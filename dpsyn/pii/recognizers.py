@@ -60,6 +60,8 @@ from presidio_analyzer.predefined_recognizers import (  # noqa: E402
     UsSsnRecognizer,
 )
 
+from presidio_analyzer.pattern_recognizer import REGEX_TIMEOUT_SECONDS as _REGEX_TIMEOUT  # noqa: E402
+
 from dpsyn.pii.config import DEFAULT_MRN_PATTERN  # noqa: E402
 
 __all__ = [
@@ -397,8 +399,46 @@ class DateOfBirthRecognizer(PatternRecognizer):
         )
 
 
+_PATTERNS_METHOD = "_PatternRecognizer__analyze_patterns"  # PatternRecognizer.__analyze_patterns, name-mangled
+
+
+def skip_when_no_match(recognizer: EntityRecognizer) -> EntityRecognizer:
+    """Let a pattern recognizer return at once on a text none of its patterns matches.
+
+    Presidio's pattern loop costs several microseconds of timing, logging and
+    bookkeeping per pattern and text even when nothing matches, which is most
+    texts for most recognizers. Here each compiled pattern is searched first;
+    only if one matches (or a pattern is not compiled yet, or a search times
+    out) does Presidio's own loop run, so results are the same by construction.
+    Recognizers that are not plain pattern recognizers are returned unchanged.
+    """
+    full = getattr(recognizer, _PATTERNS_METHOD, None)
+    if not isinstance(recognizer, PatternRecognizer) or full is None:
+        return recognizer
+
+    def analyze_patterns(text: str, flags: int | None = None):
+        flags = flags if flags else recognizer.global_regex_flags
+        for pattern in recognizer.patterns:
+            compiled = pattern.compiled_regex
+            if compiled is None or pattern.compiled_with_flags != flags:
+                return full(text, flags)
+            try:
+                if compiled.search(text, timeout=_REGEX_TIMEOUT) is not None:
+                    return full(text, flags)
+            except TimeoutError:
+                return full(text, flags)
+        return []
+
+    setattr(recognizer, _PATTERNS_METHOD, analyze_patterns)
+    return recognizer
+
+
 def default_recognizers(language: str = "en", *, mrn_pattern: str = DEFAULT_MRN_PATTERN) -> list[EntityRecognizer]:
     """The pattern recognizers of a dpsyn engine (the NER recognizer is added separately)."""
+    return [skip_when_no_match(r) for r in _default_recognizers(language, mrn_pattern)]
+
+
+def _default_recognizers(language: str, mrn_pattern: str) -> list[EntityRecognizer]:
     lang = language
     return [
         CreditCardRecognizer(supported_language=lang),

@@ -281,12 +281,27 @@ def _merge(spans: list[tuple[int, int, str, float]]) -> list[tuple[int, int, str
 
 
 def _analyze(engine: PIIEngine, texts: list[str], entities: list[str], config: ScrubConfig):
-    """Analyzer results per text, batched through the NLP pipeline."""
+    """Analyzer results per text, batched through the NLP pipeline.
+
+    Each distinct text is analyzed once (the analyzer is deterministic: equal
+    texts get equal results); repeated notes ("No change since last visit.")
+    and the re-scan of scrubbed texts, which mostly differ only in the values
+    their tags replaced, cost one analysis each.
+    """
     if not entities or not texts:
         return [[] for _ in texts]
+    first: dict[str, int] = {}
+    unique: list[str] = []
+    slot = []
+    for text in texts:
+        k = first.get(text)
+        if k is None:
+            k = first[text] = len(unique)
+            unique.append(text)
+        slot.append(k)
     nlp = engine.analyzer.nlp_engine
     results = []
-    for text, artifacts in nlp.process_batch(texts, language=engine.language, batch_size=config.batch_size):
+    for text, artifacts in nlp.process_batch(unique, language=engine.language, batch_size=config.batch_size):
         results.append(
             engine.analyzer.analyze(
                 text=text,
@@ -296,7 +311,7 @@ def _analyze(engine: PIIEngine, texts: list[str], entities: list[str], config: S
                 nlp_artifacts=artifacts,
             )
         )
-    return results
+    return [results[k] for k in slot]
 
 
 def _scrub(

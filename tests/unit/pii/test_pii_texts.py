@@ -107,3 +107,24 @@ def test_residual_check_in_scrub_texts(engine, monkeypatch):
 def test_deny_lists_length_must_match(engine):
     with pytest.raises(ValueError, match="deny_lists"):
         scrub_texts(["a", "b"], engine=engine, config=CFG, deny_lists=[[]])
+
+
+def test_each_distinct_text_is_analyzed_once_and_rows_keep_their_own_deny_lists(engine, monkeypatch):
+    seen = []
+    real = engine.analyzer.analyze
+
+    def counting(*a, **k):
+        seen.append(k["text"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(engine.analyzer, "analyze", counting)
+    texts = ["Okafor seen, SSN 234-56-7891"] * 3 + ["No change."] * 4
+    deny = [[("PERSON", "Adaeze Okafor")], [], [("PERSON", "Adaeze Okafor")], [], [], [], []]
+    out, counts = scrub_texts(texts, engine=engine, config=CFG, deny_lists=deny)
+    assert out == ["[PERSON] seen, SSN [US_SSN]", "Okafor seen, SSN [US_SSN]", "[PERSON] seen, SSN [US_SSN]"] + [
+        "No change."
+    ] * 4
+    assert counts == {"PERSON": 2, "US_SSN": 3}
+    # first pass: the two distinct texts; re-scan: the two distinct scrubbed texts
+    assert sorted(seen) == sorted(["Okafor seen, SSN 234-56-7891", "No change.", "[PERSON] seen, SSN [US_SSN]",
+                                   "Okafor seen, SSN [US_SSN]"])

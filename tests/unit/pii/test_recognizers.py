@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dpsyn.pii import ScrubConfig, scrub_texts
-from dpsyn.pii.recognizers import cn_resident_id_check_char
+from dpsyn.pii.recognizers import _default_recognizers, cn_resident_id_check_char, default_recognizers
 
 CFG = ScrubConfig(mode="pattern")
 
@@ -121,3 +121,30 @@ def test_cn_resident_id_is_a_known_entity():
 
     assert "CN_RESIDENT_ID" in text_entities()
     assert "CN_RESIDENT_ID" in ScrubConfig().text_entities()
+
+
+QUICK_TEXTS = [
+    "No change since last visit.",
+    "Call Annette Wheeler at (212) 555-0142.",
+    "SSN 234-56-7891, card 4111111111111111, from 192.168.10.5 and fe80::1ff:fe23:4567:890a",
+    "IBAN GB82 WEST 1234 5698 7654 32; see www.example.org or https://example.com/x",
+    "MRN: 0012345678, DOB: 03/14/1975, passport 912803456, licence A1234567, ITIN 912-70-1234",
+    f"id {VALID_ID} or {WRONG_ID}; +86 138-0013-8000; bank 123456789012",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", QUICK_TEXTS)
+def test_skipping_no_match_texts_changes_no_result(text):
+    """The no-match shortcut returns exactly what Presidio's own pattern loop returns."""
+    quick, plain = default_recognizers("en"), _default_recognizers("en", CFG.mrn_pattern)
+
+    def results(recs):
+        out = []
+        for r in recs:
+            found = r.analyze(text, r.supported_entities)
+            out.append(sorted((x.entity_type, x.start, x.end, round(x.score, 6)) for x in found))
+        return out
+
+    assert results(quick) == results(plain)
+    assert results(quick)  # not vacuous: one call per recognizer
