@@ -4,8 +4,8 @@
         --methods dpsgd dpsgd-s dpsgd-s-eq --rounds 10 --rows 2000 --out benchmarks/results/fairness
 
 Methods: ``dpsgd`` (one clip bound), ``dpsgd-s`` (the seed's rule: C_k = τ × a privately tracked quantile of
-group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` (the equalize rule: groups whose norms run above
-the median are clipped tighter, noise at the initial bound). The model is the DP task model (logistic
+group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``dpsgd-s-eq1`` (the equalize rule at strength 0.5 / 1:
+groups whose norms run above the median are clipped tighter, noise at the initial bound). The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
 .json are kept (resumable).
@@ -35,6 +35,7 @@ METHODS = {
     "dpsgd": ("dpsgd", {}),
     "dpsgd-s": ("dpsgd-s", {"rule": "quantile"}),
     "dpsgd-s-eq": ("dpsgd-s", {"rule": "equalize", "strength": 0.5}),
+    "dpsgd-s-eq1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0}),
 }
 
 
@@ -77,7 +78,7 @@ def main(argv=None) -> None:
                     res = run_fairness_audit(cfg)
                     row = {"dataset": args.dataset, "group": group, "epsilon": eps, "method": name, "seed": seed,
                            "rounds": args.rounds, "rows": args.rows, "seconds": round(time.time() - t0, 1),
-                           "delta": res.risk.delta, "gpr": {g.group: g.gpr for g in res.risk.groups},
+                           "delta": res.risk.delta, "delta_ci": list(res.risk.delta_ci), "gpr": {g.group: g.gpr for g in res.risk.groups},
                            "gpr_se": {g.group: g.se for g in res.risk.groups},
                            "group_rows": {g.group: g.rows for g in res.risk.groups},
                            "mean_advantage": res.risk.mean_advantage, **res.utility,
@@ -98,6 +99,12 @@ def _ms(xs) -> str:
     return f"{np.mean(xs):.3f}" + (f" ± {np.std(xs):.3f}" if len(xs) > 1 else "")
 
 
+def _ci(rows) -> str:
+    """Mean over seeds of each audit's bootstrap interval of Δ (rows resampled within groups)."""
+    cis = [r["delta_ci"] for r in rows if r.get("delta_ci")]
+    return f"{np.mean([c[0] for c in cis]):.3f}–{np.mean([c[1] for c in cis]):.3f}" if cis else ""
+
+
 def write_markdown(saved: dict, path: Path) -> None:
     rows = saved["rows"]
     lines = ["# Group privacy fairness benchmark", "", "Commands:", ""]
@@ -107,18 +114,20 @@ def write_markdown(saved: dict, path: Path) -> None:
               "GPR = mean per-row membership-inference advantage (TPR − FPR, loss-threshold attack, per-row "
               "thresholds cross-fitted over two halves of the rounds); Δ = max − min GPR over groups with ≥ 10 "
               "audit rows. Means ± std over seeds; `se` in the per-group tables is the mean over seeds of each "
-              "audit's standard error.", ""]
+              "audit's standard error; the Δ interval is the mean over seeds of each audit's 95% bootstrap "
+              "interval (audit rows resampled within groups: row noise, not seed noise).", ""]
     keys = sorted({(r["dataset"], r["group"], r["epsilon"]) for r in rows})
     for ds, group, eps in keys:
         sub = [r for r in rows if (r["dataset"], r["group"], r["epsilon"]) == (ds, group, eps)]
         r0 = sub[0]
         lines += [f"## {ds}, groups: {group}, ε = {eps:g} (R = {r0['rounds']} rounds, {r0['rows']} training rows)", "",
-                  "| method | seeds | accuracy | AUC | Δ | mean adv. | DP diff | EO diff |", "|---|---|---|---|---|---|---|---|"]
+                  "| method | seeds | accuracy | AUC | Δ | Δ 95% interval | mean adv. | DP diff | EO diff |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         methods = list(dict.fromkeys(r["method"] for r in sub))
         for m in methods:
             ms = [r for r in sub if r["method"] == m]
             lines.append(f"| {m} | {len(ms)} | {_ms([r['accuracy'] for r in ms])} | {_ms([r['roc_auc'] for r in ms])} | "
-                         f"{_ms([r['delta'] for r in ms])} | {_ms([r['mean_advantage'] for r in ms])} | "
+                         f"{_ms([r['delta'] for r in ms])} | {_ci(ms)} | {_ms([r['mean_advantage'] for r in ms])} | "
                          f"{_ms([r['demographic_parity_difference'] for r in ms])} | "
                          f"{_ms([r['equalized_odds_difference'] for r in ms])} |")
         groups = list(dict.fromkeys(g for r in sub for g in r["gpr"]))

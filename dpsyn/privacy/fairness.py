@@ -38,6 +38,7 @@ __all__ = [
     "GroupRiskReport",
     "demographic_parity_difference",
     "equalized_odds_difference",
+    "delta_interval",
     "group_privacy_audit",
     "per_sample_advantage",
     "plot_group_risk",
@@ -60,6 +61,7 @@ class GroupRiskReport(BaseModel):
     column: str
     groups: list[GroupRisk]
     delta: float  # max GPR − min GPR over groups with at least ``min_rows`` audit rows
+    delta_ci: tuple[float, float] = (0.0, 0.0)  # 95% bootstrap interval of Δ (audit rows resampled within groups)
     mean_advantage: float
     rounds: int
     models_trained: int
@@ -72,7 +74,8 @@ class GroupRiskReport(BaseModel):
 
     def to_markdown(self) -> str:
         lines = [f"Group privacy risk by `{self.column}` ({self.rounds} rounds, {self.models_trained} models, "
-                 f"{self.audit_rows} audit rows): Δ = {self.delta:.3f}", "",
+                 f"{self.audit_rows} audit rows): Δ = {self.delta:.3f} (95% bootstrap interval "
+                 f"{self.delta_ci[0]:.3f}–{self.delta_ci[1]:.3f})", "",
                  "| group | rows | GPR | ± se |", "|---|---|---|---|"]
         lines += [f"| {g.group} | {g.rows} | {g.gpr:.3f} | {g.se:.3f} |" for g in self.groups]
         return "\n".join(lines)
@@ -161,9 +164,28 @@ def group_privacy_audit(
         risks.append(GroupRisk(group=str(label), rows=int(len(a)), gpr=float(a.mean()), se=se))
     big = [g.gpr for g in risks if g.rows >= min_rows]
     delta = float(max(big) - min(big)) if len(big) >= 2 else 0.0
-    rep = GroupRiskReport(column=column, groups=risks, delta=delta, mean_advantage=float(adv.mean()),
+    rep = GroupRiskReport(column=column, groups=risks, delta=delta, delta_ci=delta_interval(adv, groups, min_rows, seed=seed),
+                          mean_advantage=float(adv.mean()),
                           rounds=rounds, models_trained=2 * rounds, audit_rows=m, min_rows=min_rows)
     return rep, adv
+
+
+def delta_interval(adv: np.ndarray, groups: np.ndarray, min_rows: int, *, seed: int = 0, replicates: int = 1000,
+                   level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of Δ: each replicate resamples every group's audit rows with replacement.
+
+    It covers the row-sampling noise of the per-row advantages (what the per-group se measures), not the
+    variation between audits with other model seeds; the benchmark reports that as the std over seeds.
+    """
+    parts = [adv[groups == k] for k in np.unique(groups)]
+    parts = [a for a in parts if len(a) >= min_rows]
+    if len(parts) < 2:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    means = np.stack([a[rng.integers(0, len(a), size=(replicates, len(a)))].mean(axis=1) for a in parts], axis=1)
+    d = means.max(axis=1) - means.min(axis=1)
+    lo, hi = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
 
 
 def _rates(mask: np.ndarray, y_pred: np.ndarray, groups: np.ndarray) -> list[float]:

@@ -7,6 +7,7 @@ import pytest
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy.fairness import (
+    delta_interval,
     demographic_parity_difference,
     equalized_odds_difference,
     group_privacy_audit,
@@ -53,7 +54,18 @@ def test_audit_game_finds_the_group_a_model_memorises():
     assert rep.delta == pytest.approx(gpr["memorised"] - gpr["ignored"])
     assert rep.models_trained == 16 and rep.audit_rows == n and len(adv) == n
     assert all(g.se > 0 for g in rep.groups)
+    assert rep.delta_ci[0] < rep.delta < rep.delta_ci[1] < 1.0
     assert rng is not None
+
+
+def test_delta_interval_narrows_with_more_rows_and_ignores_small_groups():
+    rng = np.random.default_rng(4)
+    for n, width_max in ((100, 0.3), (10_000, 0.03)):
+        groups = np.r_[np.zeros(n, int), np.ones(n, int), np.full(3, 2)]
+        adv = np.r_[rng.normal(0.2, 0.5, n), rng.normal(0.0, 0.5, n), [5.0, 5.0, 5.0]]
+        lo, hi = delta_interval(adv, groups, min_rows=10, seed=0)
+        assert lo < 0.2 < hi and hi - lo < width_max  # group 2 (3 rows, GPR 5) is left out
+    assert delta_interval(adv, groups, min_rows=n + 1) == (0.0, 0.0)
 
 
 def test_small_groups_are_reported_but_left_out_of_delta():
