@@ -98,8 +98,8 @@ def _notes(rng: np.random.Generator, ages: pd.Series, first: list[str], last: li
 def make_table(n: int, dest: Path, *, seed: int = 0, row_group_rows: int = 50_000, chunk: int = 100_000) -> Path:
     """Write an ``n``-row table to ``dest`` (Parquet, row groups of ``row_group_rows``); returns ``dest``."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    from dpsyn.io import write_parquet_stream
     from dpsyn.schema import load_schema
 
     base = _adult()
@@ -107,9 +107,8 @@ def make_table(n: int, dest: Path, *, seed: int = 0, row_group_rows: int = 50_00
     first, last = _name_pool(seed)
     rng = np.random.default_rng(seed)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    writer = None
-    try:
+
+    def chunks():
         for start in range(0, n, chunk):
             m = min(chunk, n - start)
             df = base.iloc[rng.integers(0, len(base), m)].reset_index(drop=True)
@@ -123,17 +122,9 @@ def make_table(n: int, dest: Path, *, seed: int = 0, row_group_rows: int = 50_00
                 df[col] = np.clip(x, lo, hi)
             df["note"] = _notes(rng, df["age"], first, last)
             # as a data owner would store it: categories as text, numbers as numbers, missing as null
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table, row_group_size=row_group_rows)
-        writer.close()
-        writer = None
-        tmp.replace(dest)
-    finally:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
+            yield pa.Table.from_pandas(df, preserve_index=False)
+
+    write_parquet_stream(chunks(), dest, row_group_rows=row_group_rows)
     return dest
 
 

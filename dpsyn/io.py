@@ -28,6 +28,7 @@ from dpsyn.errors import InputError, OutputExistsError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = [
+    "write_parquet_stream",
     "check_output_dir",
     "coerce_to_schema",
     "domain_problems",
@@ -248,6 +249,38 @@ def write_table(df: pd.DataFrame, path: str | Path) -> Path:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     return p
+
+
+def write_parquet_stream(tables, path: str | Path, *, row_group_rows: int | None = None) -> int:
+    """Write an iterable of pyarrow tables (same columns) to one Parquet file, atomically; returns the rows.
+
+    One table is held at a time. The file appears at ``path`` only when every table was written (a
+    temporary file and a rename); an error leaves nothing there. An empty iterable raises ``ValueError``.
+    """
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.{uuid.uuid4().hex[:8]}.tmp")
+    writer = None
+    rows = 0
+    try:
+        for table in tables:
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            if table.num_rows:
+                writer.write_table(table, row_group_size=row_group_rows or max(table.num_rows, 1))
+            rows += table.num_rows
+        if writer is None:
+            raise ValueError("no tables to write")
+        writer.close()
+        writer = None
+        os.replace(tmp, p)
+    finally:
+        if writer is not None:
+            writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return rows
 
 
 @contextlib.contextmanager

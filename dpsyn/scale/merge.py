@@ -46,33 +46,23 @@ def merge_parquet(parts: Sequence[str | Path], dest: str | Path) -> int:
     """
     import pyarrow.parquet as pq
 
-    dest = Path(dest)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    writer = None
-    rows = 0
-    try:
+    from dpsyn.io import write_parquet_stream
+
+    def tables():
+        schema = None
         for part in parts:
             table = pq.read_table(part)
-            if writer is None:
+            if schema is None:
                 schema = table.schema
-                writer = pq.ParquetWriter(tmp, schema)
             elif table.schema != schema:
                 if table.schema.names != schema.names:
                     raise SchemaError("partitions of the table have different columns after scrubbing and masking")
                 table = table.cast(schema)
-            if table.num_rows:
-                writer.write_table(table, row_group_size=max(table.num_rows, 1))
-            rows += table.num_rows
-        if writer is None:
-            raise ValueError("no partitions to merge")
-        writer.close()
-        writer = None
-        tmp.replace(dest)
-    finally:
-        if writer is not None:
-            writer.close()
-        tmp.unlink(missing_ok=True)
-    return rows
+            yield table
+
+    if not parts:
+        raise ValueError("no partitions to merge")
+    return write_parquet_stream(tables(), dest)
 
 
 def merge_scrub_reports(reports: Sequence[dict]) -> dict:

@@ -358,3 +358,26 @@ def test_frame_sha256_of_shipped_sample_changes_with_one_cell(adult_sample):
     h = frame_sha256(df)
     df.loc[1234, "age"] = df.loc[1234, "age"] + 1
     assert frame_sha256(df) != h
+
+
+def test_write_parquet_stream_is_atomic(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpsyn.io import write_parquet_stream
+
+    t = pa.table({"a": [1, 2, 3]})
+    dest = tmp_path / "out.parquet"
+    assert write_parquet_stream([t, t.slice(0, 0), t], dest, row_group_rows=2) == 6
+    assert pq.read_table(dest).column("a").to_pylist() == [1, 2, 3, 1, 2, 3]
+
+    def failing():
+        yield t
+        raise RuntimeError("boom")
+
+    broken = tmp_path / "broken.parquet"
+    with pytest.raises(RuntimeError):
+        write_parquet_stream(failing(), broken)
+    assert list(tmp_path.iterdir()) == [dest]  # no partial file, no temporary left behind
+    with pytest.raises(ValueError):
+        write_parquet_stream([], broken)
