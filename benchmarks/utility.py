@@ -106,10 +106,9 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive, ema_
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
     from dpsyn.privacy import NoiseSource, PrivacyAccountant
-    from dpsyn.synth.dpdsyn import _task_net
-    from dpsyn.synth.dpgen import _one_hot
-    from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+    from dpsyn.synth.dpsgd import steps_and_rate
     from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.synth.task import task_log_probs, train_task_model
 
     enc = DiscreteEncoder(schema)
     a, b = enc.encode(train), enc.encode(test)
@@ -120,15 +119,13 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive, ema_
     sigma = acct.calibrate(sample_rate=q, steps=steps, label=kind)
     torch.manual_seed(seed)
     t0 = time.time()
-    net = train_dpsgd(
-        _task_net(sum(fs), k, 0 if kind == "dpsgd_lr" else 64), data=torch.from_numpy(a),
-        loss_fn=lambda m, xb, crit: crit(m(_one_hot(xb[:, :-1], fs)), xb[:, -1]), accountant=acct,
-        noise=NoiseSource(secure=False, seed=seed), noise_multiplier=sigma, batch_size=bs, epochs=epochs,
-        max_grad_norm=1.0, lr=0.05 if kind == "dpsgd_lr" else 0.01, label=kind, ema_decay=ema_decay,
+    net = train_task_model(
+        a, fs, k, hidden=0 if kind == "dpsgd_lr" else 64, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
+        noise_multiplier=sigma, batch_size=bs, epochs=epochs, max_grad_norm=1.0,
+        lr=0.05 if kind == "dpsgd_lr" else 0.01, label=kind, ema_decay=ema_decay,
     )
     fit_s = time.time() - t0
-    with torch.no_grad():
-        p = torch.softmax(net(_one_hot(torch.from_numpy(b[:, :-1]), fs)), 1).numpy()
+    p = np.exp(task_log_probs(net, b[:, :-1], fs))
     pos = list(enc.columns[-1].labels).index(positive)
     y = (b[:, -1] == pos).astype(int)
     score = {"accuracy": float(accuracy_score(y, p[:, pos] >= 0.5)), "roc_auc": float(roc_auc_score(y, p[:, pos])),

@@ -142,39 +142,32 @@ class _TaskTrainer:
         import torch
 
         from dpsyn.privacy import NoiseSource, PrivacyAccountant
-        from dpsyn.synth.dpdsyn import _task_net
-        from dpsyn.synth.dpgen import _one_hot, group_clipper
-        from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+        from dpsyn.synth.dpgen import group_clipper
+        from dpsyn.synth.dpsgd import steps_and_rate
+        from dpsyn.synth.task import train_task_model
 
         cfg, fs, k = self.cfg, self.sizes[:-1], self.sizes[-1]
-        data = torch.from_numpy(self.codes[rows])
+        codes = self.codes[rows]
         acct = PrivacyAccountant(epsilon=cfg.epsilon, delta=self.delta, accountant=cfg.accountant)
         q, steps = steps_and_rate(len(rows), batch_size=cfg.batch_size, epochs=cfg.epochs)
         sigma, spent = _calibrated(cfg.epsilon, self.delta, q, steps, cfg.accountant)
         clipper = group_clipper(_group_clip(cfg), self.sizes[self.gj], cfg.max_grad_norm)
         torch.manual_seed(seed)
-        net = train_dpsgd(
-            _task_net(sum(fs), k, 0), data=data,
-            loss_fn=lambda m, xb, crit: crit(m(_one_hot(xb[:, :-1], fs)), xb[:, -1]),
-            accountant=acct, noise=NoiseSource(secure=cfg.secure_rng, seed=seed), noise_multiplier=sigma,
+        net = train_task_model(
+            codes, fs, k, accountant=acct, noise=NoiseSource(secure=cfg.secure_rng, seed=seed), noise_multiplier=sigma,
             batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
-            label="fairness.task", groups=None if clipper is None else data[:, self.gj], group_clip=clipper,
+            label="fairness.task", groups=None if clipper is None else codes[:, self.gj], group_clip=clipper,
         )
         if acct.history() != [(sigma, q, steps)]:
             raise AssertionError("the audit's model ran other mechanisms than the calibrated DP-SGD")
         self.spent.append(spent)
         self.last_clip = None if clipper is None else clipper.summary(self.labels)
-        net.eval()
         return net
 
     def log_probs(self, net, codes: np.ndarray) -> np.ndarray:
-        import torch
+        from dpsyn.synth.task import task_log_probs
 
-        from dpsyn.synth.dpgen import _one_hot
-
-        with torch.no_grad():
-            x = _one_hot(torch.from_numpy(codes[:, :-1]), self.sizes[:-1])
-            return torch.log_softmax(net(x).double(), dim=1).numpy()
+        return task_log_probs(net, codes[:, :-1], self.sizes[:-1])
 
     def __call__(self, rows: np.ndarray, seed: int):
         net = self.fit(rows, seed)

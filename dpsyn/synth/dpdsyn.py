@@ -29,7 +29,6 @@ import logging
 import numpy as np
 import torch
 from pydantic import Field
-from torch import nn
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
@@ -45,8 +44,9 @@ from dpsyn.synth.dpgen import (
     group_codes,
     sample_ar_codes,
 )
-from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+from dpsyn.synth.dpsgd import steps_and_rate
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
+from dpsyn.synth.task import task_log_probs, train_task_model
 
 __all__ = ["DPDSyn", "DPDSynConfig"]
 
@@ -75,12 +75,6 @@ class DPDSynConfig(DPGenConfig):
         "> 0 the generator also models the target (last), at no extra budget; labels are drawn from "
         "(1 - w)·task logits + w·generator logits, an ensemble of two DP estimates of p(y | x).",
     )
-
-
-def _task_net(d_in: int, k: int, hidden: int) -> nn.Module:
-    if hidden <= 0:
-        return nn.Sequential(nn.Linear(d_in, k))
-    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, k))
 
 
 class DPDSyn(Synthesizer):
@@ -113,21 +107,14 @@ class DPDSyn(Synthesizer):
             trust=cfg.marginal_trust)
 
         torch.manual_seed(self.noise_.seed())
-        data = torch.from_numpy(codes)
-
-        def task_loss(model, xb, criterion):
-            return criterion(model(_one_hot(xb[:, :-1], feat_sizes)), xb[:, -1])
-
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm)
-        task = train_dpsgd(
-            _task_net(sum(feat_sizes), k, cfg.task_hidden), data=data, loss_fn=task_loss, accountant=accountant,
-            noise=self.noise_, noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
+        self.task_ = train_task_model(
+            codes, feat_sizes, k, hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
+            noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
             max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, ema_decay=cfg.task_ema_decay,
-            groups=None if gj is None else data[:, gj], group_clip=task_clipper,
+            groups=None if gj is None else codes[:, gj], group_clip=task_clipper,
         )
-        task.eval()
-        self.task_ = task
         # with label_mix the generator models the target too (last), so its head is a second p(y | x)
         m = len(sizes) if cfg.label_mix > 0 else len(feat_sizes)
         gen_names = [c.name for c in self.encoder_.columns[:m]]
@@ -158,12 +145,14 @@ class DPDSyn(Synthesizer):
     @torch.no_grad()
     def _label_log_probs(self, feats: np.ndarray) -> np.ndarray:
         """log p(y | x): the task model's, mixed in logit space with the generator's head under ``label_mix``."""
+        lp = task_log_probs(self.task_, feats, self.encoder_.sizes[:-1])
+        if not self._models_target():
+            return lp
+        # mixing log-softmaxes is mixing logits up to a per-row constant, which the final softmax removes
+        w = self.config.label_mix
         x = _one_hot(torch.from_numpy(feats), self.encoder_.sizes[:-1])
-        logits = self.task_(x).double()
-        if self._models_target():
-            w = self.config.label_mix
-            logits = (1 - w) * logits + w * self.net_.heads[-1](x).double()
-        return torch.log_softmax(logits, dim=1).numpy()
+        mixed = (1 - w) * torch.from_numpy(lp) + w * self.net_.heads[-1](x).double()
+        return torch.log_softmax(mixed, dim=1).numpy()
 
     @torch.no_grad()
     def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:

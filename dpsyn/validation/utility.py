@@ -84,10 +84,8 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
     """DP-SGD logistic regression of the target on the training rows; returns a scorer (frame → P(positive))."""
     import torch
 
-    from dpsyn.synth.dpdsyn import _task_net
-    from dpsyn.synth.dpgen import _one_hot
-    from dpsyn.synth.dpsgd import train_dpsgd
     from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.synth.task import task_log_probs, train_task_model
 
     enc = DiscreteEncoder(schema)
     names = enc.names
@@ -95,22 +93,16 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
     feats = [i for i in range(len(names)) if i != t]
     sizes = [enc.sizes[i] for i in feats]
     codes = enc.encode(real[names])
-    data = torch.from_numpy(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1))
-
-    def loss(model, xb, crit):
-        return crit(model(_one_hot(xb[:, :-1], sizes)), xb[:, -1])
 
     torch.manual_seed(noise.seed())
-    net = train_dpsgd(_task_net(sum(sizes), enc.sizes[t], 0), data=data, loss_fn=loss, accountant=accountant,
-                      noise=noise, noise_multiplier=sigma, batch_size=reference_batch(len(real)), epochs=REF_EPOCHS,
-                      max_grad_norm=REF_CLIP, lr=REF_LR, label=REFERENCE_LABEL)
-    net.eval()
+    net = train_task_model(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1), sizes, enc.sizes[t],
+                           accountant=accountant, noise=noise, noise_multiplier=sigma,
+                           batch_size=reference_batch(len(real)), epochs=REF_EPOCHS, max_grad_norm=REF_CLIP,
+                           lr=REF_LR, label=REFERENCE_LABEL)
     pos = list(enc.columns[t].labels).index(positive_label(schema))
 
     def score(df: pd.DataFrame) -> np.ndarray:
-        c = torch.from_numpy(enc.encode(df[names])[:, feats])
-        with torch.no_grad():
-            return torch.softmax(net(_one_hot(c, sizes)), dim=1)[:, pos].numpy()
+        return np.exp(task_log_probs(net, enc.encode(df[names])[:, feats], sizes)[:, pos])
 
     return score
 

@@ -229,8 +229,8 @@ def test_a_loss_that_is_not_per_row_is_not_bookkept():
 
 
 def test_dpsyn_models_take_the_bookkeeping_path():
-    from dpsyn.synth.dpdsyn import _task_net
     from dpsyn.synth.dpgen import DPGenConfig, fit_ar_net
+    from dpsyn.synth.task import train_task_model
 
     codes = _codes(120).numpy()
     acct = PrivacyAccountant(epsilon=4.0, delta=1e-5)
@@ -238,9 +238,7 @@ def test_dpsyn_models_take_the_bookkeeping_path():
                      noise=NoiseSource(secure=False, seed=0), label="gen")
     assert net.dp_clipping_ == "bookkeeping"
     for hidden in (0, 8):  # dpdsyn's task model, the utility check's and the fairness audit's
-        data = torch.from_numpy(codes)
-        task = train_dpsgd(_task_net(sum(SIZES[:-1]), SIZES[-1], hidden), data=data,
-                           loss_fn=lambda m, xb, c: c(m(_one_hot(xb[:, :-1], SIZES[:-1])), xb[:, -1]),
-                           accountant=acct, noise=NoiseSource(secure=False, seed=0), noise_multiplier=1.0,
-                           batch_size=40, epochs=1, max_grad_norm=1.0, lr=0.01, label=f"task{hidden}")
+        task = train_task_model(codes, SIZES[:-1], SIZES[-1], hidden=hidden, accountant=acct,
+                                noise=NoiseSource(secure=False, seed=0), noise_multiplier=1.0, batch_size=40,
+                                epochs=1, max_grad_norm=1.0, lr=0.01, label=f"task{hidden}")
         assert task.dp_clipping_ == "bookkeeping"
