@@ -4,7 +4,7 @@
         --methods dpsgd dpsgd-s dpsgd-s-eq --rounds 10 --rows 2000 --out benchmarks/results/fairness
 
 Methods: ``dpsgd`` (one clip bound), ``dpsgd-s`` (the seed's rule: C_k = τ × a privately tracked quantile of
-group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``dpsgd-s-eq1`` (the equalize rule at strength 0.5 / 1:
+group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``-eq75`` / ``-eq1`` (the equalize rule at strength 0.5 / 0.75 / 1:
 groups whose norms run above the median are clipped tighter, noise at the initial bound). The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
@@ -35,6 +35,7 @@ METHODS = {
     "dpsgd": ("dpsgd", {}),
     "dpsgd-s": ("dpsgd-s", {"rule": "quantile"}),
     "dpsgd-s-eq": ("dpsgd-s", {"rule": "equalize", "strength": 0.5}),
+    "dpsgd-s-eq75": ("dpsgd-s", {"rule": "equalize", "strength": 0.75}),
     "dpsgd-s-eq1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0}),
 }
 

@@ -33,7 +33,7 @@ def _run_quantiles(cfg, norms_of, steps=400, sigma_b=0.5, seed=0):
 
 def test_quantile_rule_tracks_each_groups_noisy_quantile():
     # group 0: norms ~ U(0, 0.4), group 1: ~ U(0, 4); median targets 0.2 and 2.0
-    cfg = GroupClipConfig(column="g", target_quantile=0.5, ema=0.0)
+    cfg = GroupClipConfig(column="g", rule="quantile", target_quantile=0.5, ema=0.0)
     clip = _run_quantiles(cfg, lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0))
     assert clip.quantiles[0] == pytest.approx(0.2, rel=0.25)
     assert clip.quantiles[1] == pytest.approx(2.0, rel=0.25)
@@ -50,7 +50,7 @@ def test_equalize_rule_clips_the_high_norm_group_tighter_and_never_exceeds_the_i
 
 
 def test_floor_holds_when_a_groups_norms_vanish():
-    cfg = GroupClipConfig(column="g", floor=0.1, ema=0.0)
+    cfg = GroupClipConfig(column="g", rule="quantile", floor=0.1, ema=0.0)
     clip = _run_quantiles(cfg, lambda g, rng: np.where(g == 0, 1e-6, 1.0), steps=300)
     assert clip.bounds[0] == pytest.approx(0.1)
 
@@ -92,7 +92,7 @@ def test_group_clip_needs_both_groups_and_clipper():
 
 def test_a_tiny_groups_noisy_counts_cannot_inflate_everyones_noise():
     """One row of group 1 per batch, counts noise std 3: its fraction is noise; the bound must stay put."""
-    cfg = GroupClipConfig(column="g", target_quantile=0.75)
+    cfg = GroupClipConfig(column="g", rule="quantile", target_quantile=0.75)
     clip = GroupClipper(2, 1.0, cfg)
     noise = NoiseSource(secure=False, seed=5)
     rng = np.random.default_rng(5)
