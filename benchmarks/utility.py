@@ -196,6 +196,7 @@ def main(argv=None):
                     row.update(fit_s=fit_s, epsilon_spent=spent, tstr=scores)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+                    jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
                     continue
                 elif method in ("mst", "aim"):
                     path, fit_s, info = run_peer(method, args.dataset, eps, spec["delta"], seed, out.parent / "peers",
