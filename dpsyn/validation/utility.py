@@ -112,7 +112,7 @@ def tstr_scores_on(synth: pd.DataFrame, holdout: pd.DataFrame, schema: TableSche
     """Scores on ``holdout`` of a gradient-boosting classifier trained on ``synth`` (0.5 if one class only)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from dpsyn.validation.metrics import _xy
+    from dpsyn.validation.metrics import _xy, gbm_frame
 
     cols = [c.name for c in schema.synthesizable_columns() if c.name != schema.target]
     xs, ys = _xy(synth, schema, cols)
@@ -121,8 +121,8 @@ def tstr_scores_on(synth: pd.DataFrame, holdout: pd.DataFrame, schema: TableSche
     if yb.min() == yb.max():
         return np.full(len(holdout), 0.5)
     clf = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=random_state)
-    clf.fit(xs, yb)
-    return clf.predict_proba(xh)[:, 1]
+    clf.fit(gbm_frame(xs), yb)
+    return clf.predict_proba(gbm_frame(xh))[:, 1]
 
 
 def auc_from_shares(u_share: float, p_share: float) -> float:
