@@ -5,7 +5,9 @@
 
 Methods: ``dpsgd`` (one clip bound), ``dpsgd-s`` (the seed's rule: C_k = τ × a privately tracked quantile of
 group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``-eq75`` / ``-eq1`` (the equalize rule at strength 0.5 / 0.75 / 1:
-groups whose norms run above the median are clipped tighter, noise at the initial bound). The model is the DP task model (logistic
+groups whose norms run above the median are clipped tighter, noise at the initial bound), ``dpsgd-s-eq1-c003`` / ``-c01`` /
+``-c03`` / ``-c1`` (equalize at strength 1 plus compensating noise κ = 0.03 / 0.1 / 0.3 / 1: the sampling variance
+that the tighter bounds take away is put back as Gaussian noise, so the other groups' risk does not rise). The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
 .json are kept (resumable).
@@ -37,6 +39,11 @@ METHODS = {
     "dpsgd-s-eq": ("dpsgd-s", {"rule": "equalize", "strength": 0.5}),
     "dpsgd-s-eq75": ("dpsgd-s", {"rule": "equalize", "strength": 0.75}),
     "dpsgd-s-eq1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0}),
+    # equalize at strength 1 plus compensating noise κ (GroupClipConfig.compensate); c003 is the recommended setting
+    "dpsgd-s-eq1-c003": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03}),
+    "dpsgd-s-eq1-c01": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.1}),
+    "dpsgd-s-eq1-c03": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.3}),
+    "dpsgd-s-eq1-c1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 1.0}),
 }
 
 

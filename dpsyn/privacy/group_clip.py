@@ -69,6 +69,11 @@ class GroupClipConfig(BaseModel):
                            "off to infinity.")
     count_share: float = Field(default=0.05, gt=0, lt=1,
                                description="Share of the step's noise precision 1/σ² spent on the noisy counts.")
+    compensate: float = Field(
+        default=0.0, ge=0,
+        description="κ: add isotropic Gaussian noise of variance κ · Σ_k ñ_k (max_j C_j² − C_k²) to each step's "
+        "gradient sum (ñ_k the last noisy batch counts): the sampling variance that tighter bounds remove from the "
+        "other rows' view is put back. Extra noise, computed from released values only.")
 
 
 def split_noise(sigma: float, count_share: float) -> tuple[float, float]:
@@ -96,6 +101,7 @@ class GroupClipper:
         self.smoothed = self.quantiles * config.scale
         self.min_bound = config.floor * float(initial_bound)
         self.history: list[np.ndarray] = []
+        self._counts = np.zeros(self.n_groups)  # last noisy batch count per group (released)
 
     @property
     def bounds(self) -> np.ndarray:
@@ -111,6 +117,18 @@ class GroupClipper:
 
     def max_bound(self) -> float:
         return float(self.bounds.max())
+
+    def extra_noise_std(self) -> float:
+        """Std of the compensating noise (0 unless ``compensate``); released values only."""
+        if not self.config.compensate:
+            return 0.0
+        b = self.bounds
+        return float(np.sqrt(self.config.compensate * (self._counts * (b.max() ** 2 - b ** 2)).sum()))
+
+    def noise_std(self, grad_sigma: float) -> float:
+        """Std of the Gaussian noise on the step's clipped sum: σ_g · max_k C_k, which the guarantee needs,
+        combined with the compensating noise (independent Gaussians: variances add). Never below σ_g · max_k C_k."""
+        return math.hypot(grad_sigma * self.max_bound(), self.extra_noise_std())
 
     def update(self, norms: torch.Tensor, groups: torch.Tensor, *, sigma_b: float, noise) -> None:
         """One noisy-quantile step from a batch's per-row gradient norms (before clipping).
@@ -132,6 +150,7 @@ class GroupClipper:
         cfg = self.config
         below, above = np.maximum(noisy[0], 0.0), np.maximum(noisy[1], 0.0)
         total = below + above
+        self._counts = total
         # a group whose noisy batch count is within 3 noise stds of 0 keeps its quantile: its fraction is noise
         enough = total >= max(1.0, 3.0 * np.sqrt(2.0) * sigma_b)
         frac = np.where(enough, below / np.maximum(total, 1.0), cfg.target_quantile)

@@ -165,7 +165,8 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
                 else:
                     bound = noise_bound = max_grad_norm
                 clipped, norms = bk.clipped_sum(loss_fn, data[idx], criterion, bound)
-                draws = noise.normal_list(shapes, grad_sigma * noise_bound, dtype=params[0].dtype)
+                std = grad_sigma * noise_bound if group_clip is None else group_clip.noise_std(grad_sigma)
+                draws = noise.normal_list(shapes, std, dtype=params[0].dtype)
                 for p, z in zip(params, draws, strict=True):
                     # (clipped sum + noise) / (q·n), as Opacus' add_noise and scale_grad
                     p.grad = clipped[p].add_(z.to(p.device)).div_(denominator)
@@ -235,7 +236,7 @@ def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criter
            noise_multiplier, label, groups, group_clip, params, ema, ema_decay) -> None:
     n = len(data)
     if group_clip is not None:
-        sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)[1]
+        grad_sigma, sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)
     try:
         for step in range(steps):
             idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
@@ -249,6 +250,8 @@ def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criter
                 batch_groups = groups[idx]
                 dp_model.max_grad_norm = group_clip.row_bounds(batch_groups)  # per-row C_{g(i)}
                 optimizer.max_grad_norm = group_clip.max_bound()  # noise scale: σ_g · max_k C_k
+                # (plus DP-SGD-S's compensating noise, if any: one Gaussian of the summed variance)
+                optimizer._grad_noise_multiplier = group_clip.noise_std(grad_sigma) / optimizer.max_grad_norm
                 loss = loss_fn(dp_model, data[idx], criterion)
                 loss.backward()
                 norms = dp_model.per_sample_gradient_norms

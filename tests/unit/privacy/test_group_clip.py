@@ -49,6 +49,19 @@ def test_equalize_rule_clips_the_high_norm_group_tighter_and_never_exceeds_the_i
     assert b[1] < 0.9 * b[0]
 
 
+def test_compensating_noise_puts_back_the_variance_removed_by_tighter_bounds():
+    norms = lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0)  # noqa: E731
+    off = _run_quantiles(GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5), norms)
+    assert off.extra_noise_std() == 0.0 and off.noise_std(0.7) == pytest.approx(0.7 * off.max_bound())
+    cfg = GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5, compensate=0.1)
+    clip = _run_quantiles(cfg, norms)
+    b = clip.bounds
+    # about 100 rows per group per batch; group 0 keeps the top bound, group 1's is cut: κ · ñ_1 · (C_0² − C_1²)
+    assert clip.extra_noise_std() == pytest.approx(np.sqrt(0.1 * 100 * (b[0] ** 2 - b[1] ** 2)), rel=0.1)
+    assert clip.noise_std(0.7) == pytest.approx(np.hypot(0.7 * b.max(), clip.extra_noise_std()))
+    assert GroupClipper(2, 1.0, cfg).extra_noise_std() == 0.0  # nothing released yet: nothing to compensate
+
+
 def test_floor_holds_when_a_groups_norms_vanish():
     cfg = GroupClipConfig(column="g", rule="quantile", floor=0.1, ema=0.0)
     clip = _run_quantiles(cfg, lambda g, rng: np.where(g == 0, 1e-6, 1.0), steps=300)
@@ -62,7 +75,8 @@ def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
     data = torch.from_numpy(np.c_[x, y])
     q, steps = steps_and_rate(600, batch_size=64, epochs=3)
     hist = []
-    for gc in (None, GroupClipper(3, 1.0, GroupClipConfig(column="x0"))):
+    for gc in (None, GroupClipper(3, 1.0, GroupClipConfig(column="x0")),
+               GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", compensate=0.05))):
         acct = PrivacyAccountant(epsilon=2.0, delta=1e-5)
         sigma = acct.calibrate(sample_rate=q, steps=steps)
         torch.manual_seed(0)
@@ -77,8 +91,29 @@ def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
         if gc is not None:
             assert len(gc.history) == steps  # one noisy-count release per step, empty batches included
             assert not np.allclose(gc.bounds, 1.0)  # the bounds moved
-    assert hist[0] == hist[1]
+    assert hist[0] == hist[1] == hist[2]  # compensating noise is extra noise: no extra charge
     assert hist[0][0] == (pytest.approx(sigma), pytest.approx(q), steps)
+
+
+@pytest.mark.parametrize("clipping", ["bookkeeping", "ghost"])
+def test_training_adds_the_compensating_noise(monkeypatch, clipping):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 3, (600, 3))
+    data = torch.from_numpy(np.c_[x, (x[:, 0] > 1).astype(np.int64)])
+    stds = []
+    noise = NoiseSource(secure=False, seed=1)
+    real = noise.normal_list
+    monkeypatch.setattr(noise, "normal_list", lambda shapes, std, **kw: stds.append(std) or real(shapes, std, **kw))
+    gc = GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", strength=2.0, compensate=0.05))
+    assert train_dpsgd(
+        torch.nn.Sequential(torch.nn.Linear(9, 2)), data=data,
+        loss_fn=lambda m, xb, c: c(m(torch.nn.functional.one_hot(xb[:, :3], 3).flatten(1).float()), xb[:, 3]),
+        accountant=PrivacyAccountant(epsilon=2.0, delta=1e-5), noise=noise, noise_multiplier=1.0, batch_size=64,
+        epochs=2, max_grad_norm=1.0, lr=0.05, label="t", groups=data[:, 0], group_clip=gc, clipping=clipping,
+    ).dp_clipping_ == clipping
+    sigma_g = split_noise(1.0, gc.config.count_share)[0]
+    assert min(stds) >= sigma_g * 1.0 - 1e-9  # never below the calibrated noise
+    assert max(stds) > 1.5 * sigma_g  # and above it once some group's bound was cut
 
 
 def test_group_clip_needs_both_groups_and_clipper():
