@@ -44,6 +44,7 @@ METHODS = {
     "dpsgd-s-eq1-c01": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.1}),
     "dpsgd-s-eq1-c03": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.3}),
     "dpsgd-s-eq1-c1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 1.0}),
+    "dpsgd-s-eq2-c003": ("dpsgd-s", {"rule": "equalize", "strength": 2.0, "compensate": 0.03}),
 }
 
 

@@ -19,7 +19,11 @@ here they are estimated with the noisy-quantile method of Andrew et al.
   fraction would be noise, and a random walk of Q_k would inflate max C_k and so
   everyone's noise);
 * the gradient sum gets Gaussian noise of std σ_g · max_k C_k: a row of any
-  group moves the clipped sum by at most C_{g(i)} ≤ max_k C_k.
+  group moves the clipped sum by at most C_{g(i)} ≤ max_k C_k;
+* optionally (``compensate`` = κ > 0) more Gaussian noise, of variance
+  κ · Σ_k ñ_k (max_j C_j² − C_k²) from the last noisy counts ñ_k: the sampling
+  variance that tighter bounds take away from the other groups' cover is put
+  back (extra noise whose scale depends on released values only).
 
 Privacy: the counts and the clipped gradient sum of one step are one
 subsampled Gaussian mechanism on the same Poisson batch; with noise
