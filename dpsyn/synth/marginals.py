@@ -111,12 +111,27 @@ def systematic_resample(weights: np.ndarray, n: int, *, rng: np.random.Generator
     return idx[rng.permutation(n)]
 
 
+#: Rows per call of a synthesizer's ``draw`` are capped so that one one-hot block of them holds at most this
+#: many cells (float32: 256 MiB): a wide table (diabetes130: 4,246 one-hot columns) would otherwise
+#: build several gigabyte-sized blocks at once for a few hundred thousand candidates.
+DRAW_CHUNK_CELLS = 1 << 26
+
+
+def chunked_draw(draw, m: int, sizes: list[int]) -> np.ndarray:
+    """``draw(m)`` in chunks of rows (rows are drawn independently, so only the random stream's order changes;
+    a table narrow enough for one chunk gets exactly ``draw(m)``)."""
+    chunk = max(1024, DRAW_CHUNK_CELLS // max(int(sum(sizes)), 1))
+    if m <= chunk:
+        return draw(m)
+    return np.concatenate([draw(min(chunk, m - i)) for i in range(0, m, chunk)])
+
+
 def calibrated_sample(draw, n: int, sizes: list[int], targets: MarginalTargets | None, *, factor: int,
                       rng: np.random.Generator) -> np.ndarray:
     """``n`` rows of codes: ``draw(m)`` candidates raked to ``targets`` and resampled (``draw(n)`` if none)."""
     if targets is None or n == 0 or factor <= 1:
-        return draw(n)
-    cand = draw(factor * n)
+        return chunked_draw(draw, n, sizes)
+    cand = chunked_draw(draw, factor * n, sizes)
     prior = [np.bincount(cand[:, j], minlength=k) / len(cand) for j, k in enumerate(sizes)]
     w = rake(cand, sizes, targets.targets(prior))
     return cand[systematic_resample(w, n, rng=rng)]

@@ -91,3 +91,25 @@ def test_rake_survives_targets_the_candidates_cannot_reach():
     assert np.all(np.isfinite(w)) and w.sum() == pytest.approx(len(codes))
     got = np.bincount(codes[:, 1], weights=w, minlength=2) / w.sum()
     assert got == pytest.approx(targets[1], abs=1e-3)  # the reachable column is still matched
+
+
+def test_candidates_of_a_wide_table_are_drawn_in_bounded_chunks(monkeypatch):
+    import dpsyn.synth.marginals as M
+
+    calls = []
+
+    def draw(m):
+        calls.append(m)
+        return np.full((m, 2), len(calls) - 1)
+
+    sizes = [3000, 3000]  # 6,000 one-hot columns
+    monkeypatch.setattr(M, "DRAW_CHUNK_CELLS", 6000 * 2000)
+    out = M.chunked_draw(draw, 5000, sizes)
+    assert calls == [2000, 2000, 1000] and out.shape == (5000, 2)
+    assert (out[:2000] == 0).all() and (out[4000:] == 2).all()  # chunks in order, every row drawn once
+    calls.clear()
+    assert M.chunked_draw(draw, 1500, sizes).shape == (1500, 2) and calls == [1500]  # one chunk: draw(m) itself
+    calls.clear()
+    monkeypatch.setattr(M, "DRAW_CHUNK_CELLS", 10)
+    M.chunked_draw(draw, 3000, sizes)
+    assert calls == [1024, 1024, 952]  # never below 1,024 rows a call
