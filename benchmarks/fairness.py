@@ -7,7 +7,8 @@ Methods: ``dpsgd`` (one clip bound), ``dpsgd-s`` (the seed's rule: C_k = τ × a
 group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``-eq75`` / ``-eq1`` (the equalize rule at strength 0.5 / 0.75 / 1:
 groups whose norms run above the median are clipped tighter, noise at the initial bound), ``dpsgd-s-eq1-c003`` / ``-c01`` /
 ``-c03`` / ``-c1`` (equalize at strength 1 plus compensating noise κ = 0.03 / 0.1 / 0.3 / 1: the sampling variance
-that the tighter bounds take away is put back as Gaussian noise, so the other groups' risk does not rise). The model is the DP task model (logistic
+that the tighter bounds take away is put back as Gaussian noise, so the other groups' risk does not rise),
+``dpsgd-s-eq2-c003`` (strength 2, κ = 0.03). The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
 .json are kept (resumable).

@@ -177,6 +177,9 @@ def main(argv=None):
     if command not in commands:
         commands.append(command)
     done = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in rows}
+
+    def save() -> None:  # after every row, so a stopped run keeps what it measured
+        jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
     for method in args.methods:
         for eps in (args.eps if method != "real" else [float("inf")]):
             for seed in args.seeds:
@@ -196,7 +199,7 @@ def main(argv=None):
                     row.update(fit_s=fit_s, epsilon_spent=spent, tstr=scores)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-                    jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
+                    save()
                     continue
                 elif method in ("mst", "aim"):
                     path, fit_s, info = run_peer(method, args.dataset, eps, spec["delta"], seed, out.parent / "peers",
@@ -219,8 +222,8 @@ def main(argv=None):
                 )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-                jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
-    jpath.write_text(json.dumps({"commands": commands, "rows": rows}, indent=1))
+                save()
+    save()
     write_markdown(rows, out.with_suffix(".md"), commands)
 
 

@@ -68,11 +68,21 @@ def gbm_frame(x: pd.DataFrame) -> pd.DataFrame:
     return x
 
 
+def gbm_predict(x_train: pd.DataFrame, y_train: np.ndarray, x_test: pd.DataFrame, *,
+                random_state: int = 0) -> np.ndarray:
+    """P(positive) on ``x_test`` of a HistGradientBoostingClassifier fitted on ``x_train`` (frames from
+    :func:`_xy`, binary ``y_train``): the one GBM of the TSTR benchmark metric and of the gate's check."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    clf = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=random_state)
+    clf.fit(gbm_frame(x_train), y_train)
+    return clf.predict_proba(gbm_frame(x_test))[:, 1]
+
+
 def tstr_scores(train: pd.DataFrame, test: pd.DataFrame, schema: TableSchema, *, positive: str,
                 models: tuple[str, ...] = ("gbm", "logreg"), random_state: int = 0) -> dict[str, dict[str, float]]:
     """Train on ``train`` (synthetic or real), test on real ``test``: accuracy, ROC AUC, F1 for ``positive``."""
     from sklearn.compose import ColumnTransformer
-    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
     from sklearn.pipeline import make_pipeline
@@ -90,9 +100,7 @@ def tstr_scores(train: pd.DataFrame, test: pd.DataFrame, schema: TableSchema, *,
     num = [c for c in cols if c not in cat]
     for m in models:
         if m == "gbm":
-            clf = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=random_state)
-            clf.fit(gbm_frame(xtr), ytr_b)
-            p = clf.predict_proba(gbm_frame(xte))[:, 1]
+            p = gbm_predict(xtr, ytr_b, xte, random_state=random_state)
         elif m == "logreg":
             pre = ColumnTransformer([
                 ("cat", OneHotEncoder(handle_unknown="ignore"), cat),

@@ -110,9 +110,7 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
 def tstr_scores_on(synth: pd.DataFrame, holdout: pd.DataFrame, schema: TableSchema, *,
                    positive: str, random_state: int = 0) -> np.ndarray:
     """Scores on ``holdout`` of a gradient-boosting classifier trained on ``synth`` (0.5 if one class only)."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    from dpsyn.validation.metrics import _xy, gbm_frame
+    from dpsyn.validation.metrics import _xy, gbm_predict
 
     cols = [c.name for c in schema.synthesizable_columns() if c.name != schema.target]
     xs, ys = _xy(synth, schema, cols)
@@ -120,9 +118,7 @@ def tstr_scores_on(synth: pd.DataFrame, holdout: pd.DataFrame, schema: TableSche
     yb = (ys == positive).to_numpy().astype(int)
     if yb.min() == yb.max():
         return np.full(len(holdout), 0.5)
-    clf = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=random_state)
-    clf.fit(gbm_frame(xs), yb)
-    return clf.predict_proba(gbm_frame(xh))[:, 1]
+    return gbm_predict(xs, yb, xh, random_state=random_state)
 
 
 def auc_from_shares(u_share: float, p_share: float) -> float:
