@@ -8,7 +8,10 @@ group k's gradient norms, noise at max C_k), ``dpsgd-s-eq`` / ``-eq75`` / ``-eq1
 groups whose norms run above the median are clipped tighter, noise at the initial bound), ``dpsgd-s-eq1-c003`` / ``-c01`` /
 ``-c03`` / ``-c1`` (equalize at strength 1 plus compensating noise κ = 0.03 / 0.1 / 0.3 / 1: the sampling variance
 that the tighter bounds take away is put back as Gaussian noise, so the other groups' risk does not rise),
-``dpsgd-s-eq2-c003`` (strength 2, κ = 0.03). The model is the DP task model (logistic
+``dpsgd-s-eq2-c003`` (strength 2, κ = 0.03); ``-r05`` / ``-r1`` / ``-r2`` add the rarity factor at exponent 0.5 / 1 / 2
+(groups whose share of the released noisy counts is under ``rare_share`` = 0.1 are clipped tighter), ``-r05-p05``
+with ``rare_share`` 0.05, ``-r05-f05`` with the bounds' floor at 0.5 C_0 (the recommended setting), ``-c005-r05``
+with κ = 0.05. The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
 .json are kept (resumable).
@@ -34,19 +37,33 @@ DATASETS = {
     "diabetes130": {"data": REPO.parent / "shared/data/diabetes130/diabetic_data.csv", "test": None,
                     "schema": "diabetes130", "positive": "<30"},
 }
+# GroupClipConfig's defaults before session 8: every named method below is these plus its own settings, so a name
+# keeps the meaning it had when its rows were measured
+OLD = {"rule": "quantile", "strength": 0.5, "floor": 0.05, "compensate": 0.0, "rarity": 0.0}
 METHODS = {
     "dpsgd": ("dpsgd", {}),
     "dpsgd-s": ("dpsgd-s", {"rule": "quantile"}),
     "dpsgd-s-eq": ("dpsgd-s", {"rule": "equalize", "strength": 0.5}),
     "dpsgd-s-eq75": ("dpsgd-s", {"rule": "equalize", "strength": 0.75}),
     "dpsgd-s-eq1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0}),
-    # equalize at strength 1 plus compensating noise κ (GroupClipConfig.compensate); c003 is the recommended setting
+    # equalize at strength 1 plus compensating noise κ (GroupClipConfig.compensate)
     "dpsgd-s-eq1-c003": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03}),
     "dpsgd-s-eq1-c01": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.1}),
     "dpsgd-s-eq1-c03": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.3}),
     "dpsgd-s-eq1-c1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 1.0}),
     "dpsgd-s-eq2-c003": ("dpsgd-s", {"rule": "equalize", "strength": 2.0, "compensate": 0.03}),
+    # plus the rarity factor: groups under rare_share of the rows (estimated from the released counts) clipped tighter;
+    # -r05-f05 (floor 0.5 C_0, so the smallest groups are not over-clipped) is GroupClipConfig's default
+    "dpsgd-s-eq1-c003-r05": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 0.5}),
+    "dpsgd-s-eq1-c003-r05-p05": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 0.5,
+                                              "rare_share": 0.05}),
+    "dpsgd-s-eq1-c003-r05-f05": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 0.5,
+                                              "floor": 0.5}),
+    "dpsgd-s-eq1-c005-r05": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.05, "rarity": 0.5}),
+    "dpsgd-s-eq1-c003-r1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 1.0}),
+    "dpsgd-s-eq1-c003-r2": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 2.0}),
 }
+METHODS = {k: (m, {**OLD, **gc} if m == "dpsgd-s" else gc) for k, (m, gc) in METHODS.items()}
 
 
 def main(argv=None) -> None:
@@ -175,7 +192,9 @@ def write_markdown(saved: dict, path: Path) -> None:
                 lines.append(f"| {m} | {change} ({d0:.3f} → {d1:.3f}) | {100 * (a1 - a0):+.2f} | "
                              f"{', '.join(rose) or 'none'} |")
         lines.append("")
-    path.write_text("\n".join(lines) + "\n")
+    old = path.read_text() if path.exists() else ""
+    readings = old[old.index("\n## Reading"):] if "\n## Reading" in old else ""  # hand-written, kept below the tables
+    path.write_text("\n".join(lines) + "\n" + readings)
 
 
 if __name__ == "__main__":

@@ -207,6 +207,10 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed")] = 0,
         accountant: Annotated[str, typer.Option("--accountant", help="prv or rdp (faster to calibrate).")] = "prv",
         plot: Annotated[Path | None, typer.Option("--plot", help="Write the GPR bar chart here (PNG).")] = None,
+        group_clip: Annotated[list[str] | None, typer.Option(
+            "--group-clip", metavar="KEY=VALUE",
+            help="A DP-SGD-S setting (GroupClipConfig, docs/privacy.md), repeatable: e.g. --group-clip rule=quantile "
+                 "--group-clip floor=0.05 for the seed's rule.")] = None,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
     ) -> None:
@@ -230,13 +234,14 @@ def register(app: typer.Typer) -> None:
             from pydantic import ValidationError
 
             methods = ["dpsgd", "dpsgd-s"] if method == "both" else [method]
+            clip = _key_values(group_clip or [], "--group-clip")
             try:
                 configs = [FairnessAuditConfig(data=data, table_schema=schema, group=group, test=test, model=model,
                                                method=m, epsilon=epsilon, rounds=rounds, rows=rows or None, seed=seed,
-                                               accountant=accountant)
+                                               accountant=accountant, group_clip=clip)
                            for m in methods]
             except ValidationError as e:
-                bad = "; ".join(f"--{'-'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
+                bad = "; ".join(f"--{'-'.join(map(str, x['loc'])).replace('_', '-')}: {x['msg']}" for x in e.errors())
                 raise ConfigError(f"bad option: {bad}") from None
             return [run_fairness_audit(c) for c in configs]
 
@@ -256,6 +261,22 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(EXIT_OK)
 
     app.add_typer(audit, name="audit")
+
+
+def _key_values(items: list[str], option: str) -> dict:
+    """``["rule=quantile", "floor=0.05"]`` → ``{"rule": "quantile", "floor": 0.05}`` (values parsed as JSON when they can be)."""
+    from dpsyn.errors import ConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option} takes KEY=VALUE (got '{item}'), e.g. {option} rule=quantile")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
 
 
 def _check_alpha(alpha: float) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy.fairness import (
@@ -71,6 +71,19 @@ class FairnessAuditConfig(BaseModel):
     group_clip: dict[str, Any] = Field(default_factory=dict, description="GroupClipConfig settings other than column.")
     synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="dpdsyn settings (model dpdsyn).")
     experiment: str = Field(default="dpsyn-fairness", description="MLflow experiment (flow only).")
+
+    @field_validator("group_clip")
+    @classmethod
+    def _valid_group_clip(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        from dpsyn.privacy.group_clip import GroupClipConfig
+
+        try:  # unknown keys and bad values fail here, before any model is trained
+            GroupClipConfig(column="_", **v)
+        except ValidationError as e:
+            raise ValueError("; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())) from None
+        return v
 
 
 class FairnessAuditResult(BaseModel):

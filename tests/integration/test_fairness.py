@@ -19,7 +19,8 @@ def test_cli_compares_dpsgd_and_dpsgd_s(adult_sample_path, tmp_path):
     plot = tmp_path / "gpr.png"
     res = CliRunner().invoke(app, ["audit", "fairness", "--data", str(adult_sample_path), "--schema", "adult",
                                    "--group", "sex", "--method", "both", "--rounds", "2", "--rows", "240",
-                                   "--epsilon", "3", "--accountant", "rdp", "--plot", str(plot), "--json"])
+                                   "--epsilon", "3", "--accountant", "rdp", "--plot", str(plot), "--json",
+                                   "--group-clip", "rule=quantile", "--group-clip", "floor=0.05"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert [r["config"]["method"] for r in out] == ["dpsgd", "dpsgd-s"]
@@ -32,7 +33,18 @@ def test_cli_compares_dpsgd_and_dpsgd_s(adult_sample_path, tmp_path):
         gprs = [g["gpr"] for g in r["risk"]["groups"]]
         assert r["risk"]["delta"] == pytest.approx(max(gprs) - min(gprs))
     assert set(out[1]["group_clip"]["final_bounds"]) == {"Female", "Male"}
+    assert out[1]["config"]["group_clip"] == {"rule": "quantile", "floor": 0.05}  # --group-clip reached the audit
+    settings = out[1]["group_clip"]["settings"]  # and the result records every setting in effect, defaults included
+    assert (settings["rule"], settings["floor"], settings["rarity"]) == ("quantile", 0.05, 0.5)
     assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("opt, says", [("floor", "KEY=VALUE"), ("rule=bogus", "rule: Input should be"),
+                                       ("speed=3", "speed: Extra inputs")])
+def test_cli_bad_group_clip_setting_fails_before_training(adult_sample_path, opt, says):
+    res = CliRunner().invoke(app, ["audit", "fairness", "--data", str(adult_sample_path), "--schema", "adult",
+                                   "--group", "sex", "--method", "dpsgd-s", "--group-clip", opt])
+    assert res.exit_code == 2 and says in res.output
 
 
 def test_cli_bad_group_says_which_columns_exist(adult_sample_path):

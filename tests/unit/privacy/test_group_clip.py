@@ -12,6 +12,8 @@ from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper, split_noise
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 
+ONE = dict(floor=0.05, compensate=0.0, rarity=0.0)  # defaults off, so a test sees one mechanism at a time
+
 
 def test_split_noise_keeps_the_step_a_gaussian_of_the_calibrated_sigma():
     for sigma, share in [(0.7, 0.05), (2.3, 0.3)]:
@@ -33,7 +35,7 @@ def _run_quantiles(cfg, norms_of, steps=400, sigma_b=0.5, seed=0):
 
 def test_quantile_rule_tracks_each_groups_noisy_quantile():
     # group 0: norms ~ U(0, 0.4), group 1: ~ U(0, 4); median targets 0.2 and 2.0
-    cfg = GroupClipConfig(column="g", rule="quantile", target_quantile=0.5, ema=0.0)
+    cfg = GroupClipConfig(column="g", rule="quantile", target_quantile=0.5, ema=0.0, **ONE)
     clip = _run_quantiles(cfg, lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0))
     assert clip.quantiles[0] == pytest.approx(0.2, rel=0.25)
     assert clip.quantiles[1] == pytest.approx(2.0, rel=0.25)
@@ -51,9 +53,9 @@ def test_equalize_rule_clips_the_high_norm_group_tighter_and_never_exceeds_the_i
 
 def test_compensating_noise_puts_back_the_variance_removed_by_tighter_bounds():
     norms = lambda g, rng: rng.uniform(0, 1, len(g)) * np.where(g == 0, 0.4, 4.0)  # noqa: E731
-    off = _run_quantiles(GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5), norms)
+    off = _run_quantiles(GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5, **ONE), norms)
     assert off.extra_noise_std() == 0.0 and off.noise_std(0.7) == pytest.approx(0.7 * off.max_bound())
-    cfg = GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5, compensate=0.1)
+    cfg = GroupClipConfig(column="g", rule="equalize", strength=1.0, target_quantile=0.5, **{**ONE, "compensate": 0.1})
     clip = _run_quantiles(cfg, norms)
     b = clip.bounds
     # about 100 rows per group per batch; group 0 keeps the top bound, group 1's is cut: κ · ñ_1 · (C_0² − C_1²)
@@ -76,7 +78,9 @@ def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
     q, steps = steps_and_rate(600, batch_size=64, epochs=3)
     hist = []
     for gc in (None, GroupClipper(3, 1.0, GroupClipConfig(column="x0")),
-               GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", compensate=0.05))):
+               GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", compensate=0.05)),
+               GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", compensate=0.05, rarity=1.0,
+                                                    rare_share=0.5))):
         acct = PrivacyAccountant(epsilon=2.0, delta=1e-5)
         sigma = acct.calibrate(sample_rate=q, steps=steps)
         torch.manual_seed(0)
@@ -91,7 +95,7 @@ def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
         if gc is not None:
             assert len(gc.history) == steps  # one noisy-count release per step, empty batches included
             assert not np.allclose(gc.bounds, 1.0)  # the bounds moved
-    assert hist[0] == hist[1] == hist[2]  # compensating noise is extra noise: no extra charge
+    assert hist[0] == hist[1] == hist[2] == hist[3]  # compensating noise is extra noise, shares post-processing
     assert hist[0][0] == (pytest.approx(sigma), pytest.approx(q), steps)
 
 
@@ -104,7 +108,7 @@ def test_training_adds_the_compensating_noise(monkeypatch, clipping):
     noise = NoiseSource(secure=False, seed=1)
     real = noise.normal_list
     monkeypatch.setattr(noise, "normal_list", lambda shapes, std, **kw: stds.append(std) or real(shapes, std, **kw))
-    gc = GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", strength=2.0, compensate=0.05))
+    gc = GroupClipper(3, 1.0, GroupClipConfig(column="x0", rule="equalize", strength=2.0, **{**ONE, "compensate": 0.05}))
     assert train_dpsgd(
         torch.nn.Sequential(torch.nn.Linear(9, 2)), data=data,
         loss_fn=lambda m, xb, c: c(m(torch.nn.functional.one_hot(xb[:, :3], 3).flatten(1).float()), xb[:, 3]),
@@ -137,3 +141,23 @@ def test_a_tiny_groups_noisy_counts_cannot_inflate_everyones_noise():
     assert clip.max_bound() <= cfg.ceiling
     assert clip.quantiles[1] < 1.5  # rarely enough (noisy) rows to move it, and never past the ceiling
     assert clip.quantiles[0] == pytest.approx(0.75, rel=0.2)
+
+
+def test_rarity_clips_rare_groups_tighter_from_the_released_counts_only():
+    """Shares 0.90 / 0.08 / 0.02 in each batch of 500; rare_share 0.1, r = 1: bounds ≈ 1 / 0.8 / 0.2 of the rule's."""
+    cfg = GroupClipConfig(column="g", rule="equalize", strength=1.0, **{**ONE, "rarity": 1.0}, rare_share=0.1)
+    clip = GroupClipper(3, 1.0, cfg)
+    np.testing.assert_allclose(clip.bounds, 1.0)  # nothing released yet: uniform shares, no group is rare
+    noise = NoiseSource(secure=False, seed=3)
+    g = torch.from_numpy(np.repeat([0, 1, 2], [450, 40, 10]))
+    for _ in range(300):
+        clip.update(torch.ones(500), g, sigma_b=2.0, noise=noise)  # equal norms: the equalize rule alone clips no one
+    np.testing.assert_allclose(clip.shares(), [0.90, 0.08, 0.02], atol=0.005)
+    np.testing.assert_allclose(clip.bounds, [1.0, 0.8, 0.2], atol=0.05)
+    assert clip.max_bound() == pytest.approx(1.0)  # the noise scale is unchanged
+    off = GroupClipper(3, 1.0, GroupClipConfig(column="g", rule="equalize", strength=1.0, **ONE))
+    off._count_sums = clip._count_sums
+    np.testing.assert_allclose(off.bounds, 1.0)  # r = 0 turns it off
+    floor = GroupClipper(3, 1.0, GroupClipConfig(column="g", rarity=2.0, floor=0.1, compensate=0.0))
+    floor._count_sums = clip._count_sums.copy()
+    assert floor.bounds[2] == pytest.approx(0.1)  # (0.2)² = 0.04 is under the floor
