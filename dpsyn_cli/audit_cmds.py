@@ -241,7 +241,8 @@ def register(app: typer.Typer) -> None:
                                                accountant=accountant, group_clip=clip)
                            for m in methods]
             except ValidationError as e:
-                bad = "; ".join(f"--{'-'.join(map(str, x['loc'])).replace('_', '-')}: {x['msg']}" for x in e.errors())
+                bad = "; ".join(f"--{'-'.join(map(str, x['loc'])).replace('_', '-')}: {x['msg'].removeprefix('Value error, ')}"
+                                for x in e.errors())
                 raise ConfigError(f"bad option: {bad}") from None
             return [run_fairness_audit(c) for c in configs]
 
