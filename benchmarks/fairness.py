@@ -11,7 +11,8 @@ that the tighter bounds take away is put back as Gaussian noise, so the other gr
 ``dpsgd-s-eq2-c003`` (strength 2, κ = 0.03); ``-r05`` / ``-r1`` / ``-r2`` add the rarity factor at exponent 0.5 / 1 / 2
 (groups whose share of the released noisy counts is under ``rare_share`` = 0.1 are clipped tighter), ``-r05-p05``
 with ``rare_share`` 0.05, ``-r05-f05`` with the bounds' floor at 0.5 C_0 (the recommended setting), ``-c005-r05``
-with κ = 0.05. The model is the DP task model (logistic
+with κ = 0.05; ``-r05-f05-h02`` / ``-h05`` add a one-off noisy histogram of group sizes (``size_share`` 0.2 / 0.5 of
+ε alone) to the rarity factor's share estimates. The model is the DP task model (logistic
 regression on the public one-hot encoding). Each audit trains 2R models on ``rows`` training rows (every
 row's membership randomised each round) plus one model on all of them for utility. Rows already in the
 .json are kept (resumable).
@@ -62,6 +63,11 @@ METHODS = {
     "dpsgd-s-eq1-c005-r05": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.05, "rarity": 0.5}),
     "dpsgd-s-eq1-c003-r1": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 1.0}),
     "dpsgd-s-eq1-c003-r2": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03, "rarity": 2.0}),
+    # the default plus a one-off noisy histogram of group sizes costing 0.2 / 0.5 of ε alone (size_share), so the
+    # rarity factor's shares are not left to the batch counts' noise at small ε
+    **{f"dpsgd-s-eq1-c003-r05-f05-h{tag}": ("dpsgd-s", {"rule": "equalize", "strength": 1.0, "compensate": 0.03,
+                                                         "rarity": 0.5, "floor": 0.5, "size_share": share})
+       for tag, share in (("02", 0.2), ("05", 0.5))},
 }
 METHODS = {k: (m, {**OLD, **gc} if m == "dpsgd-s" else gc) for k, (m, gc) in METHODS.items()}
 

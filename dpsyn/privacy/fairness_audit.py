@@ -132,14 +132,22 @@ def _group_clip(cfg: FairnessAuditConfig):
 
 
 @lru_cache(maxsize=64)
-def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: str) -> tuple[float, float]:
-    """(σ, ε spent) of T DP-SGD steps at rate q within (ε, δ); cached: the audit trains many same-size models."""
+def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: str,
+                size_share: float = 0.0) -> tuple[float | None, float, float]:
+    """(σ_h of the group-size histogram or None, DP-SGD σ, ε spent) of one audit model within (ε, δ).
+
+    Cached: the audit trains many same-size models.
+    """
     from dpsyn.privacy import PrivacyAccountant
+    from dpsyn.privacy.group_clip import SIZES_LABEL, GroupClipConfig, plan_group_sizes
 
     acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    sigma_h = plan_group_sizes(GroupClipConfig(column="_", size_share=size_share), acct)
     sigma = acct.calibrate(sample_rate=q, steps=steps, label="fairness.task")
+    if sigma_h is not None:
+        acct.record(SIZES_LABEL, noise_multiplier=sigma_h, sample_rate=1.0, steps=1)
     acct.record("fairness.task", noise_multiplier=sigma, sample_rate=q, steps=steps)
-    return sigma, acct.check()
+    return sigma_h, sigma, acct.check()
 
 
 class _TaskTrainer:
@@ -155,6 +163,7 @@ class _TaskTrainer:
         import torch
 
         from dpsyn.privacy import NoiseSource, PrivacyAccountant
+        from dpsyn.privacy.group_clip import measure_group_sizes
         from dpsyn.synth.dpgen import group_clipper
         from dpsyn.synth.dpsgd import steps_and_rate
         from dpsyn.synth.task import train_task_model
@@ -163,15 +172,22 @@ class _TaskTrainer:
         codes = self.codes[rows]
         acct = PrivacyAccountant(epsilon=cfg.epsilon, delta=self.delta, accountant=cfg.accountant)
         q, steps = steps_and_rate(len(rows), batch_size=cfg.batch_size, epochs=cfg.epochs)
-        sigma, spent = _calibrated(cfg.epsilon, self.delta, q, steps, cfg.accountant)
-        clipper = group_clipper(_group_clip(cfg), self.sizes[self.gj], cfg.max_grad_norm)
+        gc = _group_clip(cfg)
+        sigma_h, sigma, spent = _calibrated(cfg.epsilon, self.delta, q, steps, cfg.accountant,
+                                            0.0 if gc is None else gc.size_share)
+        noise = NoiseSource(secure=cfg.secure_rng, seed=seed)
+        n_groups = self.sizes[self.gj]
+        group_sizes = None if sigma_h is None else measure_group_sizes(
+            codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise)
+        clipper = group_clipper(gc, n_groups, cfg.max_grad_norm, sizes=group_sizes)
         torch.manual_seed(seed)
         net = train_task_model(
-            codes, fs, k, accountant=acct, noise=NoiseSource(secure=cfg.secure_rng, seed=seed), noise_multiplier=sigma,
+            codes, fs, k, accountant=acct, noise=noise, noise_multiplier=sigma,
             batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
             label="fairness.task", groups=None if clipper is None else codes[:, self.gj], group_clip=clipper,
         )
-        if acct.history() != [(sigma, q, steps)]:
+        expected = [(sigma, q, steps)] if sigma_h is None else [(sigma_h, 1.0, 1), (sigma, q, steps)]
+        if acct.history() != expected:
             raise AssertionError("the audit's model ran other mechanisms than the calibrated DP-SGD")
         self.spent.append(spent)
         self.last_clip = None if clipper is None else clipper.summary(self.labels)

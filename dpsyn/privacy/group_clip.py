@@ -30,6 +30,13 @@ here they are estimated with the noisy-quantile method of Andrew et al.
   A rare group's one-hot coordinates get gradient from few rows, so the sampling
   variance that hides one of its rows is small and its membership risk is high.
   p̃_k is post-processing of counts already released and paid for: no extra budget.
+* optionally (``size_share`` > 0) a one-off noisy histogram of group sizes is released before
+  training (:func:`plan_group_sizes`, :func:`measure_group_sizes`): each row adds 1 to one
+  count, so Gaussian noise of std σ_h (sensitivity 1) makes it one more Gaussian mechanism on
+  the accountant, with σ_h chosen so that alone it would cost ``size_share`` × the run's ε.
+  At small ε the batch counts (noise std σ_b ≫ a small group's batch count) estimate a rare
+  group's share poorly; p̃_k then combines both estimates, weighted by their inverse noise
+  variances (both computed from released values and public noise scales only).
 
 Privacy: the counts and the clipped gradient sum of one step are one
 subsampled Gaussian mechanism on the same Poisson batch; with noise
@@ -47,13 +54,17 @@ accountant's subsampling assumption holds unchanged.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GroupClipConfig", "GroupClipper", "split_noise"]
+__all__ = ["SIZES_LABEL", "GroupClipConfig", "GroupClipper", "GroupSizes", "measure_group_sizes", "plan_group_sizes",
+           "split_noise"]
+
+SIZES_LABEL = "group_clip.sizes"
 
 
 class GroupClipConfig(BaseModel):
@@ -97,6 +108,41 @@ class GroupClipConfig(BaseModel):
         "released so far (free post-processing). Groups rarer than rare_share are clipped tighter; 0 turns it off.")
     rare_share: float = Field(default=0.1, gt=0, lt=1,
                               description="p_ref: groups whose estimated share of rows is below it count as rare.")
+    size_share: float = Field(
+        default=0.0, ge=0, lt=1,
+        description="Release a noisy histogram of group sizes once, before training, with noise that alone would "
+        "cost this share of the run's ε (charged to the accountant; the training noise is calibrated to what is "
+        "left). The rarity factor then estimates group shares from it as well as from the batch counts: better at "
+        "small ε, where the batch counts are mostly noise. 0 turns it off.")
+
+
+@dataclass(frozen=True)
+class GroupSizes:
+    """A released noisy histogram of group sizes: ``counts`` (true count + N(0, σ_h²)) and σ_h² (public)."""
+
+    counts: np.ndarray
+    variance: float
+
+
+def plan_group_sizes(config: GroupClipConfig | None, accountant, *, label: str = SIZES_LABEL) -> float | None:
+    """σ_h of the group-size histogram, planned on ``accountant`` (call before calibrating DP-SGD); None if off."""
+    if config is None or not config.size_share:
+        return None
+    sigma = accountant.sigma_for_share(config.size_share)
+    accountant.plan(label, noise_multiplier=sigma)
+    return sigma
+
+
+def measure_group_sizes(groups: np.ndarray, n_groups: int, sigma: float, *, accountant, noise,
+                        label: str = SIZES_LABEL) -> GroupSizes:
+    """Release each group's row count plus N(0, σ²) and charge it (one Gaussian mechanism, L2 sensitivity 1).
+
+    ``groups`` holds one code in 0 … n_groups − 1 per private row.
+    """
+    true = np.bincount(np.asarray(groups, dtype=np.int64), minlength=n_groups)[:n_groups].astype(float)
+    counts = true + noise.normal_numpy(n_groups, sigma)
+    accountant.record(label, noise_multiplier=sigma, sample_rate=1.0, steps=1)
+    return GroupSizes(counts=counts, variance=float(sigma) ** 2)
 
 
 def split_noise(sigma: float, count_share: float) -> tuple[float, float]:
@@ -114,9 +160,13 @@ class GroupClipper:
     initial_bound : float
         C_0: starting value of every Q_k and C_k.
     config : GroupClipConfig
+    sizes : GroupSizes, optional
+        The released group-size histogram (``config.size_share`` > 0), used by the rarity factor's shares.
     """
 
-    def __init__(self, n_groups: int, initial_bound: float, config: GroupClipConfig):
+    def __init__(self, n_groups: int, initial_bound: float, config: GroupClipConfig, sizes: GroupSizes | None = None):
+        if sizes is not None and len(sizes.counts) != n_groups:
+            raise ValueError(f"the group-size histogram has {len(sizes.counts)} groups, the clipper {n_groups}")
         self.config = config
         self.n_groups = int(n_groups)
         self.initial_bound = float(initial_bound)
@@ -126,12 +176,29 @@ class GroupClipper:
         self.history: list[np.ndarray] = []
         self._counts = np.zeros(self.n_groups)  # last noisy batch count per group (released)
         self._count_sums = np.zeros(self.n_groups)  # Σ over steps of the released noisy counts (unbiased)
+        self._sums_variance = 0.0  # noise variance of each entry of _count_sums (public: steps × 2σ_b²)
+        self.sizes = sizes
 
     def shares(self) -> np.ndarray:
-        """p̃_k: each group's share of all noisy batch counts released so far (uniform before any step)."""
-        sums = np.maximum(self._count_sums, 0.0)
-        total = sums.sum()
-        return sums / total if total > 0 else np.full(self.n_groups, 1.0 / self.n_groups)
+        """p̃_k: each group's estimated share of the rows (uniform before anything is released).
+
+        From the noisy batch counts released so far and, when there is one, the noisy size histogram: each
+        estimate's noise variance (of the share, to first order: count variance / total²) weights it inversely.
+        """
+        estimates = []
+        for values, var in ((self._count_sums, self._sums_variance),
+                            (None, 0.0) if self.sizes is None else (self.sizes.counts, self.sizes.variance)):
+            if values is None:
+                continue
+            v = np.maximum(values, 0.0)
+            if v.sum() > 0:
+                estimates.append((v / v.sum(), max(var, 1e-12) / v.sum() ** 2))
+        if not estimates:
+            return np.full(self.n_groups, 1.0 / self.n_groups)
+        if len(estimates) == 1:
+            return estimates[0][0]
+        weights = np.array([1.0 / var for _, var in estimates])
+        return sum(w * p for w, (p, _) in zip(weights, estimates, strict=True)) / weights.sum()
 
     @property
     def bounds(self) -> np.ndarray:
@@ -187,6 +254,7 @@ class GroupClipper:
         total = below + above
         self._counts = total
         self._count_sums += noisy.sum(axis=0)
+        self._sums_variance += 2.0 * sigma_b**2
         # a group whose noisy batch count is within 3 noise stds of 0 keeps its quantile: its fraction is noise
         enough = total >= max(1.0, 3.0 * np.sqrt(2.0) * sigma_b)
         frac = np.where(enough, below / np.maximum(total, 1.0), cfg.target_quantile)
@@ -199,5 +267,10 @@ class GroupClipper:
         """Final bounds per group, the largest bound seen (the noise scale's maximum), and the settings in effect."""
         labels = labels or [str(i) for i in range(self.n_groups)]
         peak = float(np.max(self.history)) if self.history else self.max_bound()
-        return {"final_bounds": dict(zip(labels, map(float, self.bounds), strict=True)), "max_bound_seen": peak,
-                "steps": len(self.history), "settings": self.config.model_dump(exclude={"column"})}
+        out = {"final_bounds": dict(zip(labels, map(float, self.bounds), strict=True)), "max_bound_seen": peak,
+               "steps": len(self.history), "settings": self.config.model_dump(exclude={"column"})}
+        if self.sizes is not None:
+            # released values (noisy counts) and public noise scale only; the shares used by the rarity factor
+            out["sizes_noise_std"] = math.sqrt(self.sizes.variance)
+            out["final_shares"] = dict(zip(labels, map(float, self.shares()), strict=True))
+        return out

@@ -32,6 +32,7 @@ from pydantic import Field
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
+from dpsyn.privacy.group_clip import measure_group_sizes, plan_group_sizes
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpgen import (
     DPGenConfig,
@@ -94,7 +95,10 @@ class DPDSyn(Synthesizer):
         feat_sizes, k = sizes[:-1], sizes[-1]  # the encoder puts the target last
         n = len(codes)
 
-        # Budget: the task model's noise first (alone: task_share of ε), planned; then the generator.
+        # Budget: DP-SGD-S's group-size histogram (if asked for), then the task model's noise (alone: task_share of
+        # what is left), planned; then the generator.
+        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
+        sigma_h = plan_group_sizes(cfg.group_clip, accountant)
         q_t, steps_t = steps_and_rate(n, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs)
         q_g, steps_g = steps_and_rate(n, batch_size=cfg.batch_size, epochs=cfg.epochs)
         remaining_share = cfg.task_share * (1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon)
@@ -105,10 +109,12 @@ class DPDSyn(Synthesizer):
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
+        # one histogram serves both clippers
+        group_sizes = None if sigma_h is None else measure_group_sizes(
+            codes[:, gj], n_groups, sigma_h, accountant=accountant, noise=self.noise_)
 
         torch.manual_seed(self.noise_.seed())
-        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
-        task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm)
+        task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm, sizes=group_sizes)
         self.task_ = train_task_model(
             codes, feat_sizes, k, hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
             noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
@@ -121,7 +127,7 @@ class DPDSyn(Synthesizer):
         self.net_ = fit_ar_net(
             codes[:, :m], sizes[:m], cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
             weights=field_weights(schema, cfg, gen_names),
-            groups=None if gj is None else codes[:, gj], n_groups=n_groups,
+            groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )
         self.training_ = {
             "task": {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,

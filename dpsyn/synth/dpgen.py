@@ -36,7 +36,13 @@ from torch import nn
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
-from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper
+from dpsyn.privacy.group_clip import (
+    GroupClipConfig,
+    GroupClipper,
+    GroupSizes,
+    measure_group_sizes,
+    plan_group_sizes,
+)
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
@@ -106,15 +112,16 @@ def _one_hot(codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
 
 def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: float,
                accountant: PrivacyAccountant, noise, label: str, weights: list[float] | None = None,
-               groups: np.ndarray | None = None, n_groups: int = 0) -> _ARNet:
+               groups: np.ndarray | None = None, n_groups: int = 0, group_sizes: GroupSizes | None = None) -> _ARNet:
     """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated).
 
     ``weights`` scale each column's loss (public, from the schema's tiers); the
     whole per-row gradient is still clipped to C, so the guarantee is unchanged.
-    With ``cfg.group_clip``, ``groups`` (one code per row, < ``n_groups``) selects each row's bound.
+    With ``cfg.group_clip``, ``groups`` (one code per row, < ``n_groups``) selects each row's bound;
+    ``group_sizes`` is the released group-size histogram, if ``cfg.group_clip.size_share`` asked for one.
     """
     w = weights or [1.0] * len(sizes)
-    clipper = group_clipper(cfg.group_clip, n_groups, cfg.max_grad_norm)
+    clipper = group_clipper(cfg.group_clip, n_groups, cfg.max_grad_norm, sizes=group_sizes)
 
     def loss_fn(model, xb, criterion):
         logits = model(_one_hot(xb, sizes))
@@ -132,8 +139,9 @@ def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: 
     return net
 
 
-def group_clipper(config: GroupClipConfig | None, n_groups: int, initial_bound: float) -> GroupClipper | None:
-    return None if config is None else GroupClipper(n_groups, initial_bound, config)
+def group_clipper(config: GroupClipConfig | None, n_groups: int, initial_bound: float,
+                  sizes: GroupSizes | None = None) -> GroupClipper | None:
+    return None if config is None else GroupClipper(n_groups, initial_bound, config, sizes=sizes)
 
 
 def group_codes(encoder, config: GroupClipConfig | None) -> tuple[np.ndarray | None, int]:
@@ -209,17 +217,20 @@ class DPGen(Synthesizer):
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
         q, steps = steps_and_rate(len(codes), batch_size=cfg.batch_size, epochs=cfg.epochs)
+        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
+        sigma_h = plan_group_sizes(cfg.group_clip, accountant)
         z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
         sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd")
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
+        group_sizes = None if sigma_h is None else measure_group_sizes(
+            codes[:, gj], n_groups, sigma_h, accountant=accountant, noise=self.noise_)
         torch.manual_seed(self.noise_.seed())
-        gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
             weights=field_weights(self.schema_, cfg, [c.name for c in self.encoder_.columns]),
-            groups=None if gj is None else codes[:, gj], n_groups=n_groups,
+            groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )
         self.training_ = {
             "noise_multiplier": sigma,

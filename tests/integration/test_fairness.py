@@ -20,7 +20,8 @@ def test_cli_compares_dpsgd_and_dpsgd_s(adult_sample_path, tmp_path):
     res = CliRunner().invoke(app, ["audit", "fairness", "--data", str(adult_sample_path), "--schema", "adult",
                                    "--group", "sex", "--method", "both", "--rounds", "2", "--rows", "240",
                                    "--epsilon", "3", "--accountant", "rdp", "--plot", str(plot), "--json",
-                                   "--group-clip", "rule=quantile", "--group-clip", "floor=0.05"])
+                                   "--group-clip", "rule=quantile", "--group-clip", "floor=0.05",
+                                   "--group-clip", "size_share=0.2"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert [r["config"]["method"] for r in out] == ["dpsgd", "dpsgd-s"]
@@ -33,9 +34,11 @@ def test_cli_compares_dpsgd_and_dpsgd_s(adult_sample_path, tmp_path):
         gprs = [g["gpr"] for g in r["risk"]["groups"]]
         assert r["risk"]["delta"] == pytest.approx(max(gprs) - min(gprs))
     assert set(out[1]["group_clip"]["final_bounds"]) == {"Female", "Male"}
-    assert out[1]["config"]["group_clip"] == {"rule": "quantile", "floor": 0.05}  # --group-clip reached the audit
+    # --group-clip reached the audit
+    assert out[1]["config"]["group_clip"] == {"rule": "quantile", "floor": 0.05, "size_share": 0.2}
     settings = out[1]["group_clip"]["settings"]  # and the result records every setting in effect, defaults included
     assert (settings["rule"], settings["floor"], settings["rarity"]) == ("quantile", 0.05, 0.5)
+    assert out[1]["group_clip"]["sizes_noise_std"] > 0  # the group-size histogram was released (inside ε ≤ 3)
     assert plot.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper, split_noise
+from dpsyn.privacy.group_clip import (
+    SIZES_LABEL,
+    GroupClipConfig,
+    GroupClipper,
+    GroupSizes,
+    measure_group_sizes,
+    plan_group_sizes,
+    split_noise,
+)
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 
 ONE = dict(floor=0.05, compensate=0.0, rarity=0.0)  # defaults off, so a test sees one mechanism at a time
@@ -161,3 +169,44 @@ def test_rarity_clips_rare_groups_tighter_from_the_released_counts_only():
     floor = GroupClipper(3, 1.0, GroupClipConfig(column="g", rarity=2.0, floor=0.1, compensate=0.0))
     floor._count_sums = clip._count_sums.copy()
     assert floor.bounds[2] == pytest.approx(0.1)  # (0.2)² = 0.04 is under the floor
+
+
+def test_group_size_histogram_is_charged_before_training_and_leaves_dpsgd_less_budget():
+    cfg = GroupClipConfig(column="g", size_share=0.3)
+    assert plan_group_sizes(GroupClipConfig(column="g"), PrivacyAccountant(epsilon=1.0, delta=1e-5)) is None  # off
+    q, steps = steps_and_rate(2000, batch_size=64, epochs=3)
+    alone = PrivacyAccountant(epsilon=1.0, delta=1e-5).calibrate(sample_rate=q, steps=steps)
+    acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    sigma_h = plan_group_sizes(cfg, acct)
+    assert sigma_h == pytest.approx(acct.sigma_for_share(0.3))
+    sigma = acct.calibrate(sample_rate=q, steps=steps)
+    assert sigma > alone  # the histogram's budget is not free
+    groups = np.repeat([0, 1, 2], [1900, 80, 20])
+    sizes = measure_group_sizes(groups, 3, sigma_h, accountant=acct, noise=NoiseSource(secure=False, seed=0))
+    acct.record("dpsgd", noise_multiplier=sigma, sample_rate=q, steps=steps)
+    assert acct.history() == [(sigma_h, 1.0, 1), (sigma, q, steps)] and acct.ledger[0].label == SIZES_LABEL
+    assert acct.check() <= 1.0
+    assert sizes.variance == pytest.approx(sigma_h**2)
+    assert np.all(np.abs(sizes.counts - [1900, 80, 20]) < 5 * sigma_h)
+    assert not np.allclose(sizes.counts, [1900, 80, 20])  # noise was added
+
+
+def test_shares_weigh_the_histogram_and_the_batch_counts_by_their_noise():
+    """Batch counts alone (σ_b = 20, batches of 64) barely see a 1 % group; the histogram (σ_h = 5) does."""
+    cfg = GroupClipConfig(column="g", rule="equalize", **{**ONE, "rarity": 1.0})
+    true = np.array([0.90, 0.09, 0.01])
+    hist = GroupSizes(counts=2000 * true + np.array([3.0, -4.0, 2.0]), variance=25.0)
+    only_hist = GroupClipper(3, 1.0, cfg, sizes=hist)
+    np.testing.assert_allclose(only_hist.shares(), np.maximum(hist.counts, 0) / hist.counts.sum())  # nothing else yet
+    errors = {}
+    for name, sizes in (("batches", None), ("both", hist)):
+        noise = NoiseSource(secure=False, seed=7)
+        clip = GroupClipper(3, 1.0, cfg, sizes=sizes)
+        g = torch.from_numpy(np.repeat([0, 1, 2], [58, 5, 1]))
+        for _ in range(100):
+            clip.update(torch.ones(64), g, sigma_b=20.0, noise=noise)
+        errors[name] = np.abs(clip.shares() - true).max()
+        assert clip.shares().sum() == pytest.approx(1.0)
+    assert errors["both"] < 0.01 < errors["batches"]
+    with pytest.raises(ValueError, match="2 groups"):
+        GroupClipper(3, 1.0, cfg, sizes=GroupSizes(counts=np.ones(2), variance=1.0))

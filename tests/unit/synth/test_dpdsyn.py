@@ -56,14 +56,28 @@ def test_log_likelihood_scores_rows(name, adult_sample, adult_schema):
     assert np.median(synth.log_likelihood(odd)) < np.median(ll)
 
 
-def test_group_clip_option_on_both_dp_sgd_mechanisms(adult_sample, adult_schema):
-    """DP-SGD-S on the task model and the generator: same accounting labels, bounds recorded per group."""
-    cfg = {**FAST, "group_clip": {"column": "sex"}}
-    synth = create("dpdsyn", cfg, privacy={**PRIV, "epsilon": 2.0}).fit(adult_sample.iloc[:600], adult_schema)
+@pytest.mark.parametrize("size_share", [0.0, 0.2])
+def test_group_clip_option_on_both_dp_sgd_mechanisms(adult_sample, adult_schema, size_share):
+    """DP-SGD-S on the task model and the generator: same accounting labels, bounds recorded per group; with
+    size_share, one group-size histogram is charged once, before both, and serves both clippers."""
+    cfg = {**FAST, "group_clip": {"column": "sex", "size_share": size_share}}
+    acct = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+    synth = create("dpdsyn", cfg, privacy=PRIV).fit(adult_sample.iloc[:600], adult_schema, accountant=acct)
     t = synth.training_
     assert set(t["task"]["group_clip"]["final_bounds"]) == {"0", "1"}  # codes of the public encoding
     assert t["generator"]["group_clip"]["steps"] > 0
-    assert synth.privacy_["epsilon_spent"] <= 2.0
+    assert acct.check() <= 2.0
+    labels = [m.label for m in acct.ledger]
+    assert labels == ["dpdsyn.marginals"] + ["group_clip.sizes"] * (size_share > 0) + ["dpdsyn.task", "dpdsyn.generator"]
+    for part in ("task", "generator"):
+        gc = t[part]["group_clip"]
+        assert gc["settings"]["size_share"] == size_share
+        assert ("sizes_noise_std" in gc) == (size_share > 0)
+    if size_share:
+        assert t["task"]["group_clip"]["sizes_noise_std"] == pytest.approx(acct.ledger[0].noise_multiplier)
+
+
+def test_group_clip_column_must_be_in_the_schema(adult_sample, adult_schema):
     with pytest.raises(ConfigError, match="race"):  # a column that is not in the schema names the valid ones
         create("dpgen", {"epochs": 1, "group_clip": {"column": "favourite_colour"}},
                privacy=PRIV).fit(adult_sample.iloc[:200], adult_schema)
