@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -72,7 +73,7 @@ def main(argv=None):
                 print(json.dumps(rows[-1]), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = " ".join(["python", *sys.argv])
+    cmd = shlex.join(["python", *sys.argv])
     out.with_suffix(".json").write_text(json.dumps({"command": cmd, "rows": rows}, indent=1))
     lines = ["# One-run privacy audit (Adult)", "", f"Command: `{cmd}`", "",
              f"Machine: {os.cpu_count()} cores. {args.canaries} canaries, each included with probability 1/2; "

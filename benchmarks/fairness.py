@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 import warnings
@@ -91,7 +92,7 @@ def main(argv=None) -> None:
     out = Path(args.out)
     jpath = out.with_suffix(".json")
     saved = json.loads(jpath.read_text()) if jpath.exists() else {"commands": [], "rows": []}
-    command = " ".join(["python", *sys.argv])
+    command = shlex.join(["python", *sys.argv])
     if command not in saved["commands"]:
         saved["commands"].append(command)
     done = {(r["dataset"], r["group"], r["epsilon"], r["method"], r["seed"]) for r in saved["rows"]}

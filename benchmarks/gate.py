@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -75,7 +76,7 @@ def main(argv=None):
         print(json.dumps(rows[-1]), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = " ".join(["python", *sys.argv])
+    cmd = shlex.join(["python", *sys.argv])
     out.with_suffix(".json").write_text(json.dumps({"command": cmd, "load_s": load_s, "rows": rows}, indent=1))
     lines = ["# Validation-gate benchmark (diabetes130)", "", f"Command: `{cmd}`", "",
              f"Machine: {os.cpu_count()} cores. Real table: {len(real)} rows read and masked in {load_s:.0f} s. "

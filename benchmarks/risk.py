@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -76,7 +77,7 @@ def main(argv=None):
                          "mia": mia.model_dump(), "attributes": [a.model_dump() for a in attrs],
                          "dcr": dcr.model_dump()})
             print(json.dumps(rows[-1]), flush=True)
-    write(rows, Path(args.out), " ".join(["python", *sys.argv]), args)
+    write(rows, Path(args.out), shlex.join(["python", *sys.argv]), args)
 
 
 def write(rows, out: Path, cmd: str, args) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shlex
 import sys
 import time
 import warnings
@@ -56,7 +57,7 @@ def main(argv=None) -> None:
     print(json.dumps(row), flush=True)
 
     out = Path(args.out)
-    command = " ".join(["python", *sys.argv])
+    command = shlex.join(["python", *sys.argv])
     out.with_suffix(".json").write_text(json.dumps({"command": command, "row": row}, indent=1))
     lines = ["# Sampling memory", "", "Command:", "", f"    {command}", "",
              "| dataset | method | one-hot columns | fit rows | sampled rows | fit s | sample s | peak MB after fit "

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -173,7 +174,7 @@ def main(argv=None):
     if jpath.exists():
         saved = json.loads(jpath.read_text())
         rows, commands = saved["rows"], saved.get("commands", [])
-    command = " ".join(["python", *sys.argv])
+    command = shlex.join(["python", *sys.argv])
     if command not in commands:
         commands.append(command)
     done = {(r["dataset"], r["method"], r["epsilon"], r["seed"]) for r in rows}
