@@ -142,6 +142,7 @@ def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: 
     from dpsyn.privacy.group_clip import SIZES_LABEL, GroupClipConfig, plan_group_sizes
 
     acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    # the config only carries size_share here (a cached function takes hashable arguments)
     sigma_h = plan_group_sizes(GroupClipConfig(column="_", size_share=size_share), acct)
     sigma = acct.calibrate(sample_rate=q, steps=steps, label="fairness.task")
     if sigma_h is not None:
@@ -177,8 +178,7 @@ class _TaskTrainer:
                                             0.0 if gc is None else gc.size_share)
         noise = NoiseSource(secure=cfg.secure_rng, seed=seed)
         n_groups = self.sizes[self.gj]
-        group_sizes = None if sigma_h is None else measure_group_sizes(
-            codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise)
+        group_sizes = measure_group_sizes(codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise)
         clipper = group_clipper(gc, n_groups, cfg.max_grad_norm, sizes=group_sizes)
         torch.manual_seed(seed)
         net = train_task_model(

@@ -126,7 +126,10 @@ class GroupSizes:
 
 
 def plan_group_sizes(config: GroupClipConfig | None, accountant, *, label: str = SIZES_LABEL) -> float | None:
-    """σ_h of the group-size histogram, planned on ``accountant`` (call before calibrating DP-SGD); None if off."""
+    """σ_h of the group-size histogram, planned on ``accountant`` (call before calibrating DP-SGD).
+
+    None when there is no histogram (no ``config``, or ``size_share`` 0).
+    """
     if config is None or not config.size_share:
         return None
     sigma = accountant.sigma_for_share(config.size_share)
@@ -134,12 +137,15 @@ def plan_group_sizes(config: GroupClipConfig | None, accountant, *, label: str =
     return sigma
 
 
-def measure_group_sizes(groups: np.ndarray, n_groups: int, sigma: float, *, accountant, noise,
-                        label: str = SIZES_LABEL) -> GroupSizes:
+def measure_group_sizes(groups: np.ndarray, n_groups: int, sigma: float | None, *, accountant, noise,
+                        label: str = SIZES_LABEL) -> GroupSizes | None:
     """Release each group's row count plus N(0, σ²) and charge it (one Gaussian mechanism, L2 sensitivity 1).
 
-    ``groups`` holds one code in 0 … n_groups − 1 per private row.
+    ``groups`` holds one code in 0 … n_groups − 1 per private row. ``sigma`` None (nothing planned): returns None
+    and reads nothing.
     """
+    if sigma is None:
+        return None
     true = np.bincount(np.asarray(groups, dtype=np.int64), minlength=n_groups)[:n_groups].astype(float)
     counts = true + noise.normal_numpy(n_groups, sigma)
     accountant.record(label, noise_multiplier=sigma, sample_rate=1.0, steps=1)

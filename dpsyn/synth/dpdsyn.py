@@ -110,8 +110,8 @@ class DPDSyn(Synthesizer):
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
         # one histogram serves both clippers
-        group_sizes = None if sigma_h is None else measure_group_sizes(
-            codes[:, gj], n_groups, sigma_h, accountant=accountant, noise=self.noise_)
+        group_sizes = measure_group_sizes(None if gj is None else codes[:, gj], n_groups, sigma_h,
+                                          accountant=accountant, noise=self.noise_)
 
         torch.manual_seed(self.noise_.seed())
         task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm, sizes=group_sizes)

@@ -224,8 +224,8 @@ class DPGen(Synthesizer):
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
-        group_sizes = None if sigma_h is None else measure_group_sizes(
-            codes[:, gj], n_groups, sigma_h, accountant=accountant, noise=self.noise_)
+        group_sizes = measure_group_sizes(None if gj is None else codes[:, gj], n_groups, sigma_h,
+                                          accountant=accountant, noise=self.noise_)
         torch.manual_seed(self.noise_.seed())
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",

@@ -173,7 +173,10 @@ def test_rarity_clips_rare_groups_tighter_from_the_released_counts_only():
 
 def test_group_size_histogram_is_charged_before_training_and_leaves_dpsgd_less_budget():
     cfg = GroupClipConfig(column="g", size_share=0.3)
-    assert plan_group_sizes(GroupClipConfig(column="g"), PrivacyAccountant(epsilon=1.0, delta=1e-5)) is None  # off
+    off = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    assert plan_group_sizes(GroupClipConfig(column="g"), off) is None  # size_share 0: nothing planned
+    assert measure_group_sizes(np.zeros(5, int), 2, None, accountant=off, noise=None) is None  # nor released
+    assert off.planned == [] and off.ledger == []
     q, steps = steps_and_rate(2000, batch_size=64, epochs=3)
     alone = PrivacyAccountant(epsilon=1.0, delta=1e-5).calibrate(sample_rate=q, steps=steps)
     acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
