@@ -81,7 +81,8 @@ def main(argv=None) -> None:
                 torch.manual_seed(seed)
                 net = train_task_model(a, fs, k, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
                                        noise_multiplier=sigma, batch_size=kw["bs"], epochs=kw["epochs"],
-                                       max_grad_norm=kw["C"], lr=kw["lr"], label="task", ema_decay=0.99)
+                                       max_grad_norm=kw["C"], lr=kw["lr"], label="task", ema_decay=0.99,
+                                       public_rows=len(a))
                 aucs.append(roc_auc_score(y, task_log_probs(net, b[:, :-1], fs)[:, pos]))
             print(json.dumps({**kw, "auc": round(float(np.mean(aucs)), 4), "aucs": [round(x, 4) for x in aucs]}),
                   flush=True)

@@ -356,7 +356,7 @@ def child_dpsgd(args) -> None:
     t = time.perf_counter()
     trained = train_dpsgd(_ARNet(sizes, 64), data=data, loss_fn=loss_fn, accountant=acct, noise=noise,
                           noise_multiplier=sigma, batch_size=batch, epochs=epochs, max_grad_norm=1.0, lr=1e-2,
-                          label="bench")
+                          label="bench", public_rows=n)
     dp = (time.perf_counter() - t) / steps
     # the parts of a DP step that do not depend on the model's arithmetic: the Poisson sample (as train_dpsgd
     # draws it) and the CSPRNG noise for every parameter
@@ -404,13 +404,14 @@ def child_distributed(args) -> None:
 
             train_dpsgd(_ARNet(sizes, 64), data=data, loss_fn=_ar_loss(sizes), accountant=acct,
                         noise=NoiseSource(secure=True), noise_multiplier=sigma, batch_size=batch, epochs=epochs,
-                        max_grad_norm=1.0, lr=1e-2, label="bench")
+                        max_grad_norm=1.0, lr=1e-2, label="bench", public_rows=len(data))
         else:
             from dpsyn.synth.dpgen import _ARNet
 
             train_dpsgd_distributed(functools.partial(_ARNet, sizes, 64), data=data, loss_fn=ARLoss(sizes),
                                     accountant=acct, noise_multiplier=sigma, batch_size=batch, epochs=epochs,
-                                    max_grad_norm=1.0, lr=1e-2, label="bench", world_size=2)
+                                    max_grad_norm=1.0, lr=1e-2, label="bench", world_size=2,
+                                    public_rows=len(data))
         out[f"seconds_{world}p"] = time.perf_counter() - t
         out[f"epsilon_{world}p"] = acct.epsilon()
         out[f"history_{world}p"] = acct.history()

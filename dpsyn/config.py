@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpsyn.drift import DriftConfig
 from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
+from dpsyn.privacy import PrivacyConfig
 from dpsyn.scale.config import ScaleConfig
-from dpsyn.synth.base import PrivacyConfig
 from dpsyn.validation import ValidationConfig
 from dpsyn.watermark import WatermarkConfig
 
@@ -32,8 +32,9 @@ class BudgetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     population: str | None = Field(
-        default=None, description="Name of the population (dataset) whose budget runs draw on; default: the schema's "
-        "name. Runs on batches of the same people must share it.")
+        default=None, description="The data owner's name for the population (the people) whose budget runs draw on; "
+        "default: the schema's `population`, else its name (uncapped runs only). Runs on any table of the same "
+        "people must share it; required with lifetime_epsilon.")
     lifetime_epsilon: float | None = Field(
         default=None, gt=0, description="Lifetime cap on the sum of the runs' ε; None: no cap (spend still recorded).")
     ledger_url: str | None = Field(
@@ -55,6 +56,9 @@ class SynthesizeConfig(BaseModel):
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     scrub: ScrubConfig = Field(default_factory=ScrubConfig)
     mask: MaskConfig = Field(default_factory=MaskConfig, description="Masking; k-anonymity is off by default.")
+    accept_non_dp_masking: bool = Field(
+        default=False, description="Run with mask.k (k-anonymity, a data-dependent recoding with no DP bound) anyway: "
+        "the manifest and MLflow then state that the run has no DP guarantee for the input rows.")
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     n_samples: int | None = Field(default=None, ge=1, description="Synthetic rows; default: as many as real rows.")
     sample_seed: int | None = Field(default=None, description="Seed for sampling from the fitted model.")

@@ -182,8 +182,8 @@ def coerce_to_schema(
 ) -> pd.DataFrame:
     """Convert a raw frame to the schema's dtypes (column order as in the schema).
 
-    Problems are gathered and raised together; messages carry column names
-    and counts, never values.
+    Problems are gathered and raised together; messages carry column names only: never values, and no counts
+    (a count of bad values is a statistic of the private rows, and the message reaches the flow's state).
     """
     out = {}
     problems: list[str] = []
@@ -194,17 +194,16 @@ def coerce_to_schema(
             num = pd.to_numeric(s_str, errors="coerce")
             bad = int((num.isna() & s_str.notna() & (s_str != "")).sum())
             if bad:
-                problems.append(f"column '{col.name}': {bad} non-numeric value(s)")
+                problems.append(f"column '{col.name}': non-numeric value(s)")
             out[col.name] = num.astype("float64")
             if not col.nullable and check_domains:
-                n_na = int(num.isna().sum()) - bad
-                if n_na:
-                    problems.append(f"column '{col.name}': {n_na} missing value(s) but the column is not nullable")
+                if int(num.isna().sum()) - bad:
+                    problems.append(f"column '{col.name}': missing value(s) but the column is not nullable")
         elif col.kind == ColumnKind.datetime:
             dt = pd.to_datetime(s, errors="coerce")
             bad = int((dt.isna() & s.notna()).sum())
             if bad:
-                problems.append(f"column '{col.name}': {bad} unparseable date(s)")
+                problems.append(f"column '{col.name}': unparseable date(s)")
             out[col.name] = dt
         else:
             s_str = s.astype("string").str.strip()
@@ -225,13 +224,10 @@ def coerce_to_schema(
 def domain_problems(col, s: pd.Series) -> list[str]:
     problems = []
     known = s.isin(col.domain) | s.isna()
-    n_bad = int((~known).sum())
-    if n_bad:
-        problems.append(f"column '{col.name}': {n_bad} value(s) outside the declared domain")
-    if not col.nullable:
-        n_na = int(s.isna().sum())
-        if n_na:
-            problems.append(f"column '{col.name}': {n_na} missing value(s) but the column is not nullable")
+    if not bool(known.all()):
+        problems.append(f"column '{col.name}': value(s) outside the declared domain")
+    if not col.nullable and bool(s.isna().any()):
+        problems.append(f"column '{col.name}': missing value(s) but the column is not nullable")
     return problems
 
 

@@ -201,6 +201,14 @@ class TableSchema(_Strict):
     description: str = ""
     source: str = ""
     target: str | None = None
+    population: str | None = Field(
+        default=None, min_length=1,
+        description="The data owner's name for the population (set of people) this table is drawn from: runs on "
+        "any table of the same people share its lifetime privacy budget, whatever the schema is called.")
+    population_size: int | None = Field(
+        default=None, ge=1,
+        description="Public upper bound on the number of rows (privacy units) a table of this kind holds, from "
+        "public documentation; sets the default δ. Never computed from the private rows.")
     read: ReadOptions = Field(default_factory=ReadOptions)
     columns: list[Column] = Field(min_length=1)
 

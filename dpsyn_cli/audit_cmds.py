@@ -91,6 +91,20 @@ def _run(kind: str, path, *, row=None, schema, ledger, alpha, as_json: bool, ver
     return _handle(go, as_json=as_json, verbose=verbose)
 
 
+PopulationOpt = Annotated[str | None, typer.Option(
+    "--population", help="The population the real rows belong to (default: the schema's `population`, else its "
+                         "name): the read is recorded in its budget ledger as a non-DP access.")]
+LedgerOpt = Annotated[str | None, typer.Option(
+    "--ledger", help="Budget ledger (default $DPSYN_BUDGET_URL, else $DPSYN_HOME/budget.db).")]
+
+
+def record_owner_access(ledger: str | None, population: str | None, schema, tool: str, note: str) -> None:
+    """Owner tools read real rows without DP: record the access before reading, so the budget ledger shows it."""
+    from dpsyn.budget import BudgetLedger
+
+    BudgetLedger(ledger).record_access(population or schema.population or schema.name, tool, note)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``audit`` sub-commands to ``app``."""
     audit = typer.Typer(name="audit", help="Trace synthetic files to their lineage; verify our watermark.",
@@ -152,12 +166,15 @@ def register(app: typer.Typer) -> None:
         schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
         sensitive: Annotated[list[str] | None, typer.Option(
             "--sensitive", help="Sensitive column (repeat); default: the schema's L2 categorical columns.")] = None,
+        population: PopulationOpt = None,
+        ledger: LedgerOpt = None,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
     ) -> None:
         """Attribute inference (TPR at low FPR, members vs non-members) and distance to closest record.
 
-        Reads real rows without noise: a review tool for the data owner, its output is not a DP release.
+        Reads real rows without noise: a review tool for the data owner, its output is not a DP release. The
+        read is recorded in the population's budget ledger as a non-DP access (``dpsyn budget show``).
         """
         from dpsyn_cli.main import _handle, _set_env_defaults
 
@@ -172,6 +189,7 @@ def register(app: typer.Typer) -> None:
             from dpsyn.watermark import WM_COLUMN, strip_text_codes
 
             sch = load_schema(schema)
+            record_owner_access(ledger, population, sch, "audit risk", f"train {train.name}, holdout {holdout.name}")
             a, _ = mask_table(read_table(train, sch), sch)
             h, _ = mask_table(read_table(holdout, sch), sch)
             syn = strip_text_codes(read_any(synthetic).drop(columns=[WM_COLUMN], errors="ignore"))
@@ -211,6 +229,8 @@ def register(app: typer.Typer) -> None:
             "--group-clip", metavar="KEY=VALUE",
             help="A DP-SGD-S setting (GroupClipConfig, docs/privacy.md), repeatable: e.g. --group-clip rule=quantile "
                  "--group-clip floor=0.05 for the seed's rule.")] = None,
+        population: PopulationOpt = None,
+        ledger: LedgerOpt = None,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
     ) -> None:
@@ -233,6 +253,9 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"--model must be task or dpdsyn (got '{model}')")
             from pydantic import ValidationError
 
+            from dpsyn.schema import load_schema
+
+            record_owner_access(ledger, population, load_schema(schema), "audit fairness", f"data {data.name}")
             methods = ["dpsgd", "dpsgd-s"] if method == "both" else [method]
             clip = _key_values(group_clip or [], "--group-clip")
             try:

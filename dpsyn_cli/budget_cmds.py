@@ -78,6 +78,17 @@ def _print_text(ledger, pops) -> None:
                          _pair(r.reserved_epsilon, r.spent_epsilon, ".4g"), _pair(r.reserved_delta, r.spent_delta, "g"),
                          _when(r.updated_at), Text(r.note))
         console.print(runs)
+    for p in pops:
+        if not p.accesses:
+            continue
+        acc = Table(title=escape(f"non-DP reads of {p.population} by owner tools (not charged; their outputs are "
+                                 "not protected and must stay with the data owner)"), title_justify="left")
+        acc.add_column("tool")
+        acc.add_column("when (UTC)", no_wrap=True)
+        acc.add_column("note", overflow="fold")
+        for a in p.accesses:
+            acc.add_row(Text(a.tool), _when(a.created_at), Text(a.note))
+        console.print(acc)
 
 
 def register(app: typer.Typer) -> None:

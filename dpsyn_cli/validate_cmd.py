@@ -1,11 +1,12 @@
 """``dpsyn validate``: the validation gate on a real and a synthetic file.
 
-``dpsyn validate --real PATH --synthetic PATH --schema S [--rules R] [--epsilon E] [--json]``
+``dpsyn validate --real PATH --synthetic PATH --schema S --population P [--rules R] [--epsilon E] [--json]``
 reads the real file as its schema declares (and masks it), the synthetic one
 as published, and runs the gate (dpsyn.validation): per-column KS / TVD and
-the clinical-logic rules. The real side is read through one Gaussian release
-that costs ``--epsilon``. Exit 0: every check passed; 1: some failed (each is
-listed); 2: bad input.
+the clinical-logic rules. Reading the real file spends ``--epsilon`` of the
+population's lifetime budget (reserved in the budget ledger before the file is
+opened; ``dpsyn budget show`` lists it). Exit 0: every check passed; 1: some
+failed (each is listed); 2: bad input.
 """
 
 from __future__ import annotations
@@ -29,8 +30,16 @@ def validate(
     rules: Annotated[
         str | None, typer.Option("--rules", help="Rules YAML path or shipped name; default: the schema's shipped rules.")
     ] = None,
-    epsilon: Annotated[float, typer.Option("--epsilon", help="ε spent reading the real file (one Gaussian release).")] = 0.1,
-    delta: Annotated[float | None, typer.Option("--delta", help="δ; default: a power of ten ≤ 1/(10·rows).")] = None,
+    population: Annotated[
+        str | None, typer.Option("--population", help="The population (the people) the real file belongs to: its "
+                                 "lifetime budget pays for the read. Required (default: the schema's `population`).")
+    ] = None,
+    epsilon: Annotated[float, typer.Option("--epsilon", help="ε spent reading the real file (noisy count and the "
+                                           "gate's one Gaussian release).")] = 0.1,
+    delta: Annotated[float | None, typer.Option("--delta", help="δ; default: a power of ten ≤ 1/(10·N) for the "
+                                                "schema's public population size N, else 1e-6.")] = None,
+    ledger: Annotated[str | None, typer.Option("--ledger", help="Budget ledger (default $DPSYN_BUDGET_URL, else "
+                                               "$DPSYN_HOME/budget.db).")] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the self-contained HTML report (verdict, plots) here.")
     ] = None,
@@ -50,13 +59,21 @@ def validate(
     def go():
         import warnings
 
+        from dpsyn.errors import ConfigError
+        from dpsyn.schema import load_schema
         from dpsyn.validation import ValidationConfig, validate_files
 
+        table = load_schema(schema)
+        pop = population or table.population
+        if not pop:
+            raise ConfigError(f"dpsyn validate reads a private file: name its population with --population (schema "
+                              f"'{table.name}' declares none), so the read is charged to that population's budget")
         with warnings.catch_warnings():
             if not verbose:
                 warnings.simplefilter("ignore")
             cfg = ValidationConfig(rules=rules or "auto")
-            return validate_files(real, synthetic, schema, cfg, epsilon=epsilon, delta=delta)
+            return validate_files(real, synthetic, table, cfg, epsilon=epsilon, delta=delta, population=pop,
+                                  ledger_url=ledger)
 
     rep, privacy = _handle(go, as_json=as_json, verbose=verbose)
     if html is not None:

@@ -29,7 +29,8 @@ def monitor_drift(config: DriftMonitorConfig) -> dict:
     """Compare the newest batch with the champion's training batch; retrain on drift within the budget."""
     from dpsyn.schema import load_schema
 
-    schema_name = load_schema(config.synthesize.table_schema).name
+    schema = load_schema(config.synthesize.table_schema)
+    schema_name = schema.name
     retrain_cfg = config.synthesize.model_copy(update={"data": config.data, "versioned_output": True})
     reference = drift_tasks.champion_batch(config, schema_name)
     if reference is None:
@@ -37,9 +38,10 @@ def monitor_drift(config: DriftMonitorConfig) -> dict:
                 "synthesize": synthesize(retrain_cfg)}
 
     budget = config.synthesize.budget
-    population = budget_tasks.population_of(budget, schema_name)
+    population = budget_tasks.population_of(budget, schema)
     key = budget_tasks.run_key("drift-check")
-    budget_tasks.reserve(budget, population, key, config.drift.epsilon, budget_tasks.DELTA_BOUND, purpose="drift-check",
+    delta = config.synthesize.privacy.resolved_delta(schema.population_size)
+    budget_tasks.reserve(budget, population, key, config.drift.epsilon, delta, purpose="drift-check",
                          note=f"new batch {Path(config.data).name}")
     ref_work, cur_work, work = stages.make_workdir(), stages.make_workdir(), stages.make_workdir()
     try:
@@ -50,7 +52,7 @@ def monitor_drift(config: DriftMonitorConfig) -> dict:
             for data, w in ((Path(reference["path"]), ref_work), (config.data, cur_work)):
                 cfg = config.synthesize.model_copy(update={"data": data, "validation": no_holdout})
                 # scrub → mask → the drift check's exact counts, per partition (on Dask for large batches)
-                batches.append(partitioned.prepare(cfg, w, statistics="drift")["batch"])
+                batches.append(partitioned.prepare(cfg, w, statistics="drift"))
             result = drift_tasks.detect(config, ref_work, cur_work, work, reference, batches=tuple(batches))
         except BaseException:
             budget_tasks.settle(budget, key, None)  # after reading, the whole reservation stays charged

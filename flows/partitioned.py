@@ -51,7 +51,8 @@ def prepare_partitions(config: SynthesizeConfig, work: str, parts: list[Partitio
 def prepare(config: SynthesizeConfig, work: str, *, statistics: str = "gate") -> dict:
     """Plan the partitions of ``config.data`` and prepare them in ``work`` (on Dask when the config says so).
 
-    Returns ``{"scrub_report": ..., "batch": ...}`` (counts and hashes only).
+    Returns the training batch's public record (random id, file name, schema name); its exact counts and the
+    scrub and mask reports stay in ``work`` (tasks/scale.py ``merge``).
     """
     parts = scale_tasks.plan(config)
     runner = dask_runner(config.scale, len(parts))

@@ -32,24 +32,27 @@ def synthesize(config: SynthesizeConfig) -> dict:
     """Make a DP synthetic table from ``config.data`` and publish it at ``config.out`` if the gate passes."""
     from dpsyn.schema import load_schema
 
-    # write-ahead: the run's whole ε is reserved in the population's lifetime budget before any data is read
-    population = budget_tasks.population_of(config.budget, load_schema(config.table_schema).name)
+    schema = load_schema(config.table_schema)
+    guarantee = stages.check_guarantee(config)  # refuses insecure noise and non-DP masking before anything runs
+    # write-ahead: the run's whole ε and δ are reserved in the population's lifetime budget before any data is read
+    population = budget_tasks.population_of(config.budget, schema)
+    delta = config.privacy.resolved_delta(schema.population_size)
     key = budget_tasks.run_key("synthesize")
-    budget_tasks.reserve(config.budget, population, key, config.privacy.epsilon,
-                         config.privacy.delta or budget_tasks.DELTA_BOUND, purpose="synthesize",
+    budget_tasks.reserve(config.budget, population, key, config.privacy.epsilon, delta, purpose="synthesize",
                          note=f"data {Path(config.data).name}")
     work = stages.make_workdir()
     run_id = mlf.start_run_task(config, {
         "dpsyn.flow": "synthesize", "dpsyn.data_file": Path(config.data).name,
-        "dpsyn.data_path": str(Path(config.data).absolute()), "dpsyn.population": population})
+        "dpsyn.data_path": str(Path(config.data).absolute()), "dpsyn.population": population,
+        "dpsyn.neighbouring": guarantee["neighbouring"], "dpsyn.guarantee": guarantee["statement"]})
     status = "FAILED"
     privacy_logged = settled = False
     try:
         budget_tasks.mark_read(config.budget, key)
-        prepared = partitioned.prepare(config, work)  # scrub → mask → real-side counts, per partition (Dask)
-        scrub_report, batch = prepared["scrub_report"], prepared["batch"]
+        batch = partitioned.prepare(config, work)  # scrub → mask → real-side counts, per partition (Dask)
+        counts = stages.release_counts(config, work)  # the noisy row counts: every size below comes from them
         fit_summary = stages.fit(config, work)
-        stages.sample(config, work, batch["rows"])
+        stages.sample(config, work)
         wm = stages.watermark(config, work, batch["batch_id"], run_id)
         report = stages.validate(config, work)
         privacy = stages.privacy_summary(work)
@@ -58,9 +61,12 @@ def synthesize(config: SynthesizeConfig) -> dict:
         budget_tasks.settle(config.budget, key, privacy, note=f"mlflow run {run_id}")
         settled = True
         lifetime = budget_tasks.status(config.budget, population)
+        training_batch = {"batch_id": batch["batch_id"], "source": batch["source"],
+                          "rows_estimate": stages.count_estimate(counts),
+                          "window_start": config.batch_window_start, "window_end": config.batch_window_end}
         mlf.log_results_task(
-            run_id, fit_summary=fit_summary, scrub_report=scrub_report, batch=batch, validation=report,
-            watermark=wm, report_html=str(Path(work) / stages.REPORT_HTML), ge_docs=str(Path(work) / stages.GE_DOCS),
+            run_id, fit_summary=fit_summary, batch=training_batch, validation=report, watermark=wm,
+            report_html=str(Path(work) / stages.REPORT_HTML), ge_docs=str(Path(work) / stages.GE_DOCS),
             extra_metrics={"cumulative_epsilon": lifetime["spent_epsilon"]},
         )
         model_uri = mlf.log_model_task(run_id, str(Path(work) / stages.MODEL))
@@ -68,21 +74,19 @@ def synthesize(config: SynthesizeConfig) -> dict:
             "mlflow_run_id": run_id,
             "schema": config.table_schema,
             "synthesizer": config.synthesizer,
-            "training_batch": {
-                **{k: batch[k] for k in ("batch_id", "rows", "source")},
-                "window_start": config.batch_window_start, "window_end": config.batch_window_end,
-            },
+            "training_batch": training_batch,
             "watermark": wm,
             "epsilon_spent": privacy["epsilon_spent"],
             "delta": privacy["delta"],
             "accountant": privacy["accountant"],
+            "guarantee": guarantee,
             "population": population,
             "cumulative_epsilon": lifetime["spent_epsilon"],
             "gate_passed": all(c["passed"] for c in report["checks"]),
         }
         registered = None
         if config.register_model:  # every run that reaches the gate is a version; only a pass moves champion
-            name = config.model_name or f"dpsyn-{batch['schema_name']}"
+            name = config.model_name or f"dpsyn-{schema.name}"
             version = mlf.register_model_task(run_id, name, {
                 "epsilon": f"{manifest['epsilon_spent']:.6f}", "delta": f"{manifest['delta']:g}",
                 "training_batch": batch["batch_id"], "gate_passed": manifest["gate_passed"],
@@ -105,12 +109,11 @@ def synthesize(config: SynthesizeConfig) -> dict:
         status = "FINISHED"
         return {**published, **manifest}
     except BaseException:
-        spent = stages.privacy_summary(work)
-        if not privacy_logged:  # ε spent before a crash is still recorded
-            mlf.log_privacy_task(run_id, spent)
-        if not settled:  # commit what the accountant recorded (0 if no mechanism ran); release if nothing was read
-            budget_tasks.settle(config.budget, key, spent or budget_tasks.NO_SPEND, note=f"mlflow run {run_id}")
+        if not privacy_logged:  # what the accountant recorded before the stop is still logged
+            mlf.log_privacy_task(run_id, stages.privacy_summary(work))
+        if not settled:  # after the read, a stop depends on the data: the whole reservation is charged
+            budget_tasks.settle(config.budget, key, None, note=f"mlflow run {run_id} (stopped)")
         raise
     finally:
         mlf.end_run_task(run_id, status)
-        stages.remove_workdir(work)
+        stages.remove_workdir(work, keep_reports_as=run_id)

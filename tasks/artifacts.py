@@ -17,40 +17,13 @@ def _in_run() -> bool:
     return FlowRunContext.get() is not None or TaskRunContext.get() is not None
 
 
-def scrub_report_rows(report: dict) -> list[dict]:
-    """One row per (column, entity) with its count, plus one per dropped column."""
-    rows = [
-        {"column": col, "entity": ent, "count": n, "action": "scrubbed in text"}
-        for col, ents in sorted(report.get("counts", {}).items())
-        for ent, n in sorted(ents.items())
-    ]
-    for col, info in sorted(report.get("columns", {}).items()):
-        if col not in report.get("counts", {}):
-            rows.append({"column": col, "entity": info.get("entity") or "", "count": report.get("rows", 0),
-                         "action": info.get("operator") or ""})
-    for col in report.get("dropped_columns", []):
-        if not any(r["column"] == col for r in rows):
-            rows.append({"column": col, "entity": "", "count": report.get("rows", 0), "action": "dropped"})
-    return rows
-
-
-def publish_scrub_report(report: dict) -> str | None:
-    """The scrub report as a Prefect table artifact (key ``scrub-report``); returns its id."""
-    if not _in_run():
-        return None
-    from prefect.artifacts import create_table_artifact
-
-    desc = (f"PII scrubbing ({report.get('mode')} mode, model {report.get('model') or 'none'}): "
-            f"{report.get('rows', 0)} rows; counts per column and entity, no values.")
-    return str(create_table_artifact(key="scrub-report", table=scrub_report_rows(report), description=desc))
-
-
 def validation_markdown(report) -> str:
     """The gate's verdict as Markdown: failed checks first, then a count of the rest (DP statistics only)."""
     failures = report.failures()
     head = (f"## Validation gate: {'PASSED' if report.is_valid() else 'FAILED'}\n\n"
             f"{len(report.checks) - len(failures)} of {len(report.checks)} checks passed "
-            f"({report.n_real:,} real rows, {report.n_synthetic:,} synthetic; one-way noise std {report.noise_std:.4f}).\n")
+            f"(about {report.n_real:,} real rows by the run's noisy count, {report.n_synthetic:,} synthetic; one-way "
+            f"noise std {report.noise_std:.4f}).\n")
     if failures:
         head += "\nNothing was published. Failed checks:\n\n| check | value (DP) | limit |\n|---|---|---|\n"
         head += "".join(f"| `{c.name}` | {c.value:.4f} | {c.limit:.4f} |\n" for c in failures)

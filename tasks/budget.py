@@ -12,8 +12,6 @@ from prefect import task
 from dpsyn.config import BudgetConfig
 
 NOBUDGETRETRY = dict(persist_result=False, retries=0)
-DELTA_BOUND = 0.01  # reserved δ when none is configured: above the default δ (≤ 1/(10 n)) for n ≥ 10 rows
-NO_SPEND = {"epsilon_spent": 0.0, "delta": 0.0}  # read data, but no DP mechanism ran: nothing was released
 
 
 def run_key(purpose: str) -> str:
@@ -25,8 +23,11 @@ def run_key(purpose: str) -> str:
     return f"{purpose}:{flow_run.id or uuid.uuid4().hex}"
 
 
-def population_of(budget: BudgetConfig, schema_name: str) -> str:
-    return budget.population or schema_name
+def population_of(budget: BudgetConfig, schema) -> str:
+    """The population whose lifetime budget a run draws on (:func:`dpsyn.budget.population_of`)."""
+    from dpsyn.budget import population_of as resolve
+
+    return resolve(budget.population, schema, capped=budget.lifetime_epsilon is not None)
 
 
 @task(name="budget-reserve", **NOBUDGETRETRY)
@@ -86,3 +87,13 @@ def retrain_refusal(budget: BudgetConfig, population: str, epsilon: float) -> st
         return None
     return (f"retraining refused: population '{population}' has ε={left:.4f} left of its lifetime cap and the run "
             f"needs ε={epsilon:g}; raise the cap (dpsyn budget set-cap) or lower ε")
+
+
+@task(name="budget-record-access", **NOBUDGETRETRY)
+def record_access(ledger_url: str | None, population: str | None, table_schema: str, tool: str, note: str) -> None:
+    """Record a non-DP read of the population by an owner tool (before it reads): listed by ``dpsyn budget show``."""
+    from dpsyn.budget import BudgetLedger
+    from dpsyn.schema import load_schema
+
+    schema = load_schema(table_schema)
+    BudgetLedger(ledger_url).record_access(population or schema.population or schema.name, tool, note)

@@ -58,7 +58,6 @@ def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, 
     from dpsyn.drift import detect_drift_from_statistics, drift_statistics, render_html
     from dpsyn.privacy import NoiseSource, PrivacyAccountant
     from dpsyn.schema import load_schema
-    from dpsyn.synth import default_delta
     from dpsyn.validation.stats import RealStatistics
     from tasks.stages import MASKED, REAL_STATISTICS
 
@@ -71,27 +70,19 @@ def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, 
 
     ref, cur = counts(ref_work), counts(cur_work)
     p = config.synthesize.privacy
-    acct = PrivacyAccountant(epsilon=config.drift.epsilon, delta=default_delta(min(ref.n, cur.n)),
+    acct = PrivacyAccountant(epsilon=config.drift.epsilon, delta=p.resolved_delta(schema.population_size),
                              accountant=p.accountant)
     rep = detect_drift_from_statistics(ref, cur, schema, config.drift, accountant=acct,
                                        noise=NoiseSource(secure=p.secure_rng))
     acct.check()
-    if batches is not None:
-        ref_hash = batches[0]["batch_id"]
-    else:
-        from dpsyn.io import frame_sha256
-
-        ref_hash = frame_sha256(pd.read_parquet(Path(ref_work) / MASKED))
-    if reference.get("batch_id") and reference["batch_id"] != ref_hash:
-        get_run_logger().warning("the training batch file changed since the champion was trained (content hash "
-                                 "differs): drift is measured against the file as it is now")
     context = {"model": f"{reference.get('model') or '-'} v{reference.get('version') or '-'}",
                "training batch": Path(reference["path"]).name, "new batch": Path(config.data).name}
     (Path(work) / REPORT).write_text(rep.model_dump_json(indent=1))
     (Path(work) / REPORT_HTML).write_text(render_html(rep, context=context))
     get_run_logger().info("drift check: %s", rep.summary())
     out = {"drifted": rep.drifted, "summary": rep.summary(), "drifted_columns": rep.drifted_columns,
-           "privacy": acct.summary(), "reference_batch": ref_hash, "rows_reference": ref.n, "rows_new": cur.n,
+           "privacy": acct.summary(), "reference_batch": reference.get("batch_id"),
+           "rows_reference": rep.n_reference, "rows_new": rep.n_current,  # noisy counts (DP)
            "max_ks": max([c.value for c in rep.columns if c.statistic == "ks"], default=0.0),
            "max_psi": max([c.value for c in rep.columns if c.statistic == "psi"], default=0.0)}
     (Path(work) / "drift_summary.json").write_text(json.dumps(out))
@@ -108,7 +99,8 @@ def publish_artifact(result: dict, alert: str | None = None) -> None:
     from prefect.artifacts import create_markdown_artifact
 
     lines = [f"## Drift check: {'DRIFT' if result.get('drifted') else 'no drift'}", "", result.get("summary", ""), "",
-             f"Training batch {result.get('rows_reference', 0):,} rows, new batch {result.get('rows_new', 0):,} rows; "
+             f"Training batch about {result.get('rows_reference', 0):,} rows, new batch about "
+             f"{result.get('rows_new', 0):,} rows (noisy counts); "
              f"ε {result.get('privacy', {}).get('epsilon_spent', 0):.3f}. Plots: `drift_report.html` in MLflow."]
     if alert:
         lines += ["", f"**ALERT:** {alert}"]

@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from dpsyn.config import SynthesizeConfig
 from dpsyn.progress import report
 from dpsyn.scale import Partition
-from tasks.stages import HOLDOUT, MASKED, REAL_STATISTICS
+from tasks.stages import BATCH, HOLDOUT, MASKED, OPERATOR, REAL_STATISTICS
 
 PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)
 PARTS = "parts"
@@ -57,9 +57,7 @@ def plan(config: SynthesizeConfig) -> list[Partition]:
     from dpsyn.scale import plan_partitions
     from dpsyn.schema import load_schema
 
-    parts = plan_partitions(config.data, load_schema(config.table_schema), partition_rows(config))
-    get_run_logger().info("input split into %d partition(s)", len(parts))
-    return parts
+    return plan_partitions(config.data, load_schema(config.table_schema), partition_rows(config))
 
 
 @task(name="scrub-partition", **PRIVATE)
@@ -123,12 +121,16 @@ def statistics_partition(config: SynthesizeConfig, work: str, part: Partition, m
 @task(name="merge-partitions", **PRIVATE)
 def merge(config: SynthesizeConfig, work: str, scrubbed: list[dict], masked: list[dict],
           statistics: list[str]) -> dict:
-    """One masked table (``masked.parquet``, one row group per partition), its holdout, the merged real-side
-    counts, the scrub report (artifact ``scrub-report``) and the training batch's content hash."""
+    """One masked table (``masked.parquet``, one row group per partition), its holdout and the merged real-side
+    counts, in the work folder. The exact row counts and the content hash of the training batch stay there too
+    (``batch.json``), and the scrub and mask reports (exact counts) go to ``operator/`` for the data owner: none
+    of it is returned, logged or published. Returns the batch's public record: a random id, the input's file
+    name and the schema's name."""
+    import uuid
+
     from dpsyn.scale import batch_id_of, merge_mask_reports, merge_parquet, merge_scrub_reports
     from dpsyn.schema import load_schema
     from dpsyn.validation.stats import RealStatistics
-    from tasks.artifacts import publish_scrub_report
 
     schema = load_schema(config.table_schema)
     masked = sorted(masked, key=lambda m: m["index"])
@@ -143,8 +145,8 @@ def merge(config: SynthesizeConfig, work: str, scrubbed: list[dict], masked: lis
     holdout_rows = sum(m["holdout_rows"] for m in masked)
     if any((_part(work, "holdout", i)).exists() for i in indices):
         merge_parquet([_part(work, "holdout", i) for i in indices], Path(work) / HOLDOUT)
-    batch_id = batch_id_of(masked[0]["columns"], masked[0]["dtypes"],
-                           [np.load(_part(work, "hashes", i, "npy")) for i in indices])
+    content = batch_id_of(masked[0]["columns"], masked[0]["dtypes"],
+                          [np.load(_part(work, "hashes", i, "npy")) for i in indices])
     RealStatistics.merge_all([RealStatistics.load(Path(work) / PARTS / f) for f in statistics]).save(
         Path(work) / STATISTICS)
     for f in (Path(work) / PARTS).iterdir():
@@ -152,14 +154,17 @@ def merge(config: SynthesizeConfig, work: str, scrubbed: list[dict], masked: lis
     with _ticks_lock:
         for key in [k for k in _ticks if k[0] == work]:
             del _ticks[key]
-    get_run_logger().info("scrubbed %d rows in %d partition(s): %d entities replaced or dropped",
-                          scrub_rep["rows"], len(masked), sum(sum(c.values()) for c in scrub_rep["counts"].values()))
-    publish_scrub_report(scrub_rep)
     report("stage: scrub PII", 1, 1)
     report("stage: mask by tier", 1, 1)
     rows = sum(m["rows"] for m in masked)
-    batch = {"batch_id": batch_id, "rows": rows, "train_rows": rows - holdout_rows, "holdout_rows": holdout_rows,
-             "source": Path(config.data).name, "schema_name": schema.name, "mask_report": mask_rep,
-             "partitions": len(masked)}
-    (Path(work) / "batch.json").write_text(json.dumps(batch))
-    return {"scrub_report": scrub_rep, "batch": batch}
+    public = {"batch_id": uuid.uuid4().hex, "source": Path(config.data).name, "schema_name": schema.name}
+    private = {**public, "content_sha256": content, "rows": rows, "train_rows": rows - holdout_rows,
+               "holdout_rows": holdout_rows, "partitions": len(masked)}
+    (Path(work) / BATCH).write_text(json.dumps(private))
+    operator = Path(work) / OPERATOR
+    operator.mkdir(mode=0o700, exist_ok=True)
+    (operator / "scrub_report.json").write_text(json.dumps(scrub_rep, indent=2))
+    (operator / "mask_report.json").write_text(json.dumps(mask_rep, indent=2))
+    (operator / "training_batch.json").write_text(json.dumps(private, indent=2))
+    get_run_logger().info("input scrubbed and masked; the scrub and mask reports are kept for the data owner")
+    return public

@@ -301,9 +301,16 @@ def end_run(run_id: str, status: str = "FINISHED") -> None:
 NOCACHE = dict(persist_result=False, retries=2, retry_delay_seconds=2)
 
 
+def run_params(config) -> dict:
+    """A run config as MLflow params: everything but the noise seed (a seed of the DP noise would let anyone
+    subtract it; issue 19, finding 8)."""
+    return config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})
+
+
 @task(name="mlflow-start-run", **NOCACHE)
 def start_run_task(config, tags: dict[str, str]) -> str:
-    return start_run(config.experiment, config.model_dump(mode="json"), tags)
+    """Open the run's MLflow run with its config as params."""
+    return start_run(config.experiment, run_params(config), tags)
 
 
 @task(name="mlflow-log-privacy", **NOCACHE)
@@ -354,18 +361,20 @@ def log_epsilon_curve(run_id: str, privacy: dict) -> None:
 
 
 @task(name="mlflow-log-results", **NOCACHE)
-def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batch: dict, validation: dict,
-                     watermark: dict, report_html: str | None = None, ge_docs: str | None = None,
+def log_results_task(run_id: str, *, fit_summary: dict, batch: dict, validation: dict, watermark: dict,
+                     report_html: str | None = None, ge_docs: str | None = None,
                      extra_metrics: dict[str, float] | None = None) -> None:
+    """Settings, DP statistics and reports of a finished run. ``batch`` is the training batch's public record
+    (random id, file name, noisy row count); the scrub and mask reports hold exact counts and are not logged
+    (they stay with the data owner in $DPSYN_HOME/operator/<run id>/)."""
     log_params(run_id, {"synth": fit_summary.get("params", {}), "training": fit_summary.get("training", {})})
     from dpsyn.validation import ValidationReport
 
     rep = ValidationReport.model_validate(validation)
     metrics = rep.metrics()
     metrics["validation_noise_std"] = rep.noise_std
-    metrics["rows_real"] = batch["rows"]
+    metrics["rows_real_estimate"] = batch["rows_estimate"]
     metrics["rows_synthetic"] = rep.n_synthetic
-    metrics["pii_entities_scrubbed"] = sum(sum(v.values()) for v in scrub_report.get("counts", {}).values())
     metrics.update(extra_metrics or {})
     log_metrics(run_id, metrics)
     set_tags(run_id, {
@@ -379,8 +388,8 @@ def log_results_task(run_id: str, *, fit_summary: dict, scrub_report: dict, batc
         log_file(run_id, report_html, artifact_path="reports")
     if ge_docs and Path(ge_docs).is_dir():  # Great Expectations' validation result and Data Docs (synthetic table)
         client().log_artifacts(run_id, str(ge_docs), artifact_path="reports/great_expectations")
-    log_dict(run_id, scrub_report, "reports/scrub_report.json")
-    log_dict(run_id, {k: v for k, v in batch.items()}, "reports/training_batch.json")
+    log_dict(run_id, batch, "reports/training_batch.json")
+
 
 
 @task(name="mlflow-log-model", persist_result=False, retries=0)

@@ -24,6 +24,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+# as the CLI and the deployments do: dpsyn's own log lines reach Prefect's API (and the release inventory test)
+os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "dpsyn")
 os.environ["DPSYN_WATERMARK_KEY"] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 

@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--max-model-size", type=float, default=40.0)
     args = ap.parse_args()
     from utility import load  # dpsyn's reader and public encoding (pure python + pandas)
+
     from dpsyn.synth.encoding import DiscreteEncoder
 
     schema, train, _, _ = load(args.dataset)

@@ -22,18 +22,24 @@ from __future__ import annotations
 
 from dpsyn.budget.ledger import (
     BUDGET_ENV,
+    Access,
     BudgetLedger,
     PopulationBudget,
     PrivacyBudgetExceededError,
     Reservation,
     budget_path,
 )
+from dpsyn.budget.reservation import BudgetRun, population_of, reservation
 
 __all__ = [
     "BUDGET_ENV",
+    "Access",
     "BudgetLedger",
+    "BudgetRun",
     "PopulationBudget",
     "PrivacyBudgetExceededError",
     "Reservation",
     "budget_path",
+    "population_of",
+    "reservation",
 ]

@@ -7,6 +7,9 @@ Tables::
 
     populations   population → cap ε, cap δ (NULL: no cap), when the cap was set
     reservations  run_id → population, purpose, state, reserved ε/δ, spent ε/δ, read_at, note, timestamps
+    accesses      reads of a population by owner-side tools that are *not* DP (the fairness audit, attack
+                  tools): what read it and when. They spend no ε, but their outputs are not protected, so
+                  they must stay with the data owner (``dpsyn budget show`` lists them)
 
 Composition is *basic* (sequential) composition: a population's total is the
 sum of its runs' ε and the sum of their δ. That bound holds for any mix of
@@ -69,6 +72,7 @@ from dpsyn.home import sqlite_file
 
 __all__ = [
     "BUDGET_ENV",
+    "Access",
     "BudgetLedger",
     "PopulationBudget",
     "PrivacyBudgetExceededError",
@@ -112,6 +116,13 @@ _SCHEMA = [
         updated_at       TEXT NOT NULL
     )""",
     "CREATE INDEX IF NOT EXISTS reservations_by_population ON reservations(population, state)",
+    """CREATE TABLE IF NOT EXISTS accesses (
+        access_id   INTEGER PRIMARY KEY AUTOINCREMENT,
+        population  TEXT NOT NULL REFERENCES populations(population),
+        tool        TEXT NOT NULL,
+        note        TEXT NOT NULL DEFAULT '',
+        created_at  TEXT NOT NULL
+    )""",
 ]
 
 
@@ -202,6 +213,18 @@ class Reservation(BaseModel):
         return 0.0
 
 
+class Access(BaseModel):
+    """A non-DP read of a population by an owner-side tool (recorded, not charged)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    access_id: int
+    population: str
+    tool: str
+    note: str = ""
+    created_at: str
+
+
 class PopulationBudget(BaseModel):
     """A population's cap and totals (basic composition), with the runs behind them."""
 
@@ -216,6 +239,7 @@ class PopulationBudget(BaseModel):
     remaining_delta: float | None
     cap_set_at: str | None = None
     runs: list[Reservation]
+    accesses: list[Access] = []
 
 
 def _reservation(row: sqlite3.Row) -> Reservation:
@@ -462,6 +486,19 @@ class BudgetLedger:
         logger.info("budget: run %s released its reservation", run_id)
         return _reservation(row)
 
+    def record_access(self, population: str, tool: str, note: str = "") -> Access:
+        """Record that ``tool`` read ``population`` without a DP guarantee (owner-side review, not a release)."""
+        _check_name(population, "population")
+        _check_name(tool, "tool")
+        now = _now()
+        with self._connect(write=True) as db:
+            self._population(db, population, None, None, now)
+            cur = db.execute("INSERT INTO accesses(population, tool, note, created_at) VALUES (?, ?, ?, ?)",
+                             (population, tool, note, now))
+            row = db.execute("SELECT * FROM accesses WHERE access_id = ?", (cur.lastrowid,)).fetchone()
+        logger.info("budget: %s read population %s (not DP; recorded)", tool, population)
+        return Access(**dict(zip(row.keys(), tuple(row), strict=True)))
+
     @staticmethod
     def _row(db: sqlite3.Connection, run_id: str) -> sqlite3.Row:
         row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
@@ -489,6 +526,9 @@ class BudgetLedger:
                                   (name,)).fetchall()
                 spent_e, reserved_e, spent_d, reserved_d = _totals(db, name)
                 cap_e, cap_d = p["cap_epsilon"], p["cap_delta"]
+                has_accesses = db.execute("SELECT name FROM sqlite_master WHERE name = 'accesses'").fetchone()
+                accesses = db.execute("SELECT * FROM accesses WHERE population = ? ORDER BY access_id",
+                                      (name,)).fetchall() if has_accesses else []
                 out.append(PopulationBudget(
                     population=name, cap_epsilon=cap_e, cap_delta=cap_d,
                     spent_epsilon=spent_e, reserved_epsilon=reserved_e,
@@ -496,6 +536,7 @@ class BudgetLedger:
                     spent_delta=spent_d, reserved_delta=reserved_d,
                     remaining_delta=None if cap_d is None else cap_d - spent_d - reserved_d,
                     cap_set_at=p["cap_set_at"], runs=[_reservation(r) for r in runs],
+                    accesses=[Access(**dict(zip(a.keys(), tuple(a), strict=True))) for a in accesses],
                 ))
         return out
 

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpsyn.errors import InputError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
 
@@ -51,6 +52,9 @@ class DriftConfig(BaseModel):
     psi_floor: float = Field(default=0.005, gt=0, lt=0.5, description="Smoothing / merge floor for PSI shares.")
     hist_weight: float = Field(
         default=0.5, gt=0, description="Weight of the share vectors relative to the KS statistics in the one release.")
+    count_share: float = Field(
+        default=0.1, gt=0, lt=1, description="ε share (alone) of the noisy batch sizes released first; their lower "
+        "bounds set the statistics' sensitivity.")
 
 
 class ColumnDrift(BaseModel):
@@ -125,11 +129,19 @@ def detect_drift(reference: pd.DataFrame, current: pd.DataFrame, schema: TableSc
 def detect_drift_from_statistics(reference, current, schema: TableSchema, config: DriftConfig | None = None, *,
                                  accountant: PrivacyAccountant, noise: NoiseSource) -> DriftReport:
     """:func:`detect_drift` from the two batches' exact counts (:func:`drift_statistics`, possibly merged from
-    partitions): the noise is added once, to statistics of the merged counts, so the release is the same."""
+    partitions): the noise is added once, to statistics of the merged counts, so the release is the same.
+
+    Two Gaussian releases on ``accountant`` (a fresh one, target ``config.epsilon``): the batches' noisy sizes
+    (``count_share`` of ε alone; a row lies in one batch, so sensitivity 1), whose lower bounds set the
+    statistics' sensitivity, then the statistics with the rest of the budget."""
+    from dpsyn.privacy import plan_counts, release_counts
     from dpsyn.synth.encoding import DiscreteEncoder
     from dpsyn.validation.stats import ks_between_counts
 
     config = config or DriftConfig()
+    plan = plan_counts(accountant, config.count_share, groups=("reference", "current"))
+    counts = release_counts({"reference": reference.n, "current": current.n}, plan, accountant=accountant,
+                            noise=noise)
     names = [c.name for c in schema.synthesizable_columns() if c.name in reference.hist and c.name in current.hist]
     enc = DiscreteEncoder(schema, columns=names)
     n_ref, n_cur = max(reference.n, 1), max(current.n, 1)
@@ -137,9 +149,13 @@ def detect_drift_from_statistics(reference, current, schema: TableSchema, config
     numeric = [c for c, _, _ in hists if c.kind != ColumnKind.categorical]
     ks = [ks_between_counts(reference.values[c.name], current.values[c.name]) for c in numeric]
     w = config.hist_weight
-    n_min = max(min(reference.n, current.n) - 1, 1)
-    delta = math.sqrt(len(ks) + 2 * w**2 * len(hists)) / n_min
-    sigma = accountant.sigma_for_share(min(config.epsilon / accountant.target_epsilon, 0.999))
+    # each statistic moves by ≤ 1/(n_min − 1) ≤ 1/L for L the smaller of the two noisy lower bounds
+    n_low = min(counts.lower_bound("reference"), counts.lower_bound("current"))
+    if n_low < 1:
+        raise InputError("a batch is too small for the drift check at this ε: its noisy row count cannot bound "
+                         "the check's sensitivity; use larger batches or a larger drift.epsilon")
+    delta = math.sqrt(len(ks) + 2 * w**2 * len(hists)) / n_low
+    sigma = accountant.calibrate(sample_rate=1.0, steps=1, label=DRIFT_LABEL)
     exact = np.concatenate([np.asarray(ks, float)] + [np.concatenate([r, s]) for _, r, s in hists])
     stds = np.concatenate([np.full(len(ks), sigma * delta), np.full(len(exact) - len(ks), sigma * delta / w)])
     noisy = exact + noise.normal_numpy(len(exact), 1.0) * stds
@@ -159,8 +175,8 @@ def detect_drift_from_statistics(reference, current, schema: TableSchema, config
         cols.append(ColumnDrift(column=col.name, kind=col.kind.value, statistic=stat, value=value, threshold=thr,
                                 drifted=value > thr, labels=list(col.labels), reference=[float(x) for x in ref],
                                 current=[float(x) for x in cur], noise_std=float(sd)))
-    return DriftReport(drifted=any(c.drifted for c in cols), columns=cols, n_reference=reference.n,
-                       n_current=current.n, epsilon=accountant.epsilon(), noise_multiplier=sigma)
+    return DriftReport(drifted=any(c.drifted for c in cols), columns=cols, n_reference=counts.estimate("reference"),
+                       n_current=counts.estimate("current"), epsilon=accountant.epsilon(), noise_multiplier=sigma)
 
 
 def render_html(report: DriftReport, *, title: str = "dpsyn drift report", context: dict | None = None) -> str:

@@ -2,7 +2,8 @@
 
 Tables (one row per thing, linked by foreign keys)::
 
-    training_batches  batch_id (content hash) → source, rows, time window
+    training_batches  batch_id (random) → source, rows (the run's noisy count), time window
+    batch_digests     batch_id → keyed digests (HMAC under the pipeline's key) of the input file and masked rows
     training_runs     run_id (MLflow) → batch, synthesizer, schema, model name/version, ε, δ, accountant
     datasets          dataset_id → run, sha256, path, rows, validation verdict, watermark settings
     codes             code → dataset, key id, timestamp (the HMAC's inputs are the run's batch and run id)
@@ -91,6 +92,13 @@ CREATE TABLE IF NOT EXISTS codes (
     recorded_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS codes_by_key ON codes(key_id);
+CREATE TABLE IF NOT EXISTS batch_digests (
+    batch_id       TEXT PRIMARY KEY REFERENCES training_batches(batch_id),
+    input_digest   TEXT,
+    content_digest TEXT,
+    key_id         TEXT NOT NULL,
+    recorded_at    TEXT NOT NULL
+);
 """
 
 _SELECT = """
@@ -99,11 +107,13 @@ SELECT c.code, c.key_id, c.timestamp, c.recorded_at,
        d.wm_strength, d.wm_grid, d.wm_categorical,
        r.run_id, r.synthesizer, r.table_schema, r.schema_fingerprint, r.model_name, r.model_version,
        r.epsilon, r.delta, r.accountant,
-       b.batch_id, b.source, b.rows AS batch_rows, b.window_start, b.window_end
+       b.batch_id, b.source, b.rows AS batch_rows, b.window_start, b.window_end,
+       g.input_digest, g.content_digest, g.key_id AS digest_key_id
 FROM codes c
 JOIN datasets d ON d.dataset_id = c.dataset_id
 JOIN training_runs r ON r.run_id = d.run_id
 JOIN training_batches b ON b.batch_id = r.batch_id
+LEFT JOIN batch_digests g ON g.batch_id = b.batch_id
 """
 
 
@@ -143,8 +153,7 @@ class Ledger:
         conn.row_factory = sqlite3.Row
         try:
             conn.execute("PRAGMA foreign_keys = ON")
-            if write or not self.path.exists():
-                conn.executescript(_SCHEMA)
+            conn.executescript(_SCHEMA)  # idempotent; also adds tables a ledger of an older version lacks
             if write:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -189,6 +198,10 @@ class Ledger:
                 )
             elif row["rows"] != b.rows:
                 raise LedgerConflictError(f"training batch {b.batch_id[:16]}… is recorded with another row count")
+            if b.digest_key_id and not db.execute("SELECT 1 FROM batch_digests WHERE batch_id = ?",
+                                                  (b.batch_id,)).fetchone():
+                db.execute("INSERT INTO batch_digests VALUES (?, ?, ?, ?, ?)",
+                           (b.batch_id, b.input_digest, b.content_digest, b.digest_key_id, now))
             m, p = r.model, r.privacy
             row = db.execute("SELECT batch_id, epsilon FROM training_runs WHERE run_id = ?", (m.run_id,)).fetchone()
             if row is None:
@@ -273,7 +286,9 @@ def _lineage(row: sqlite3.Row) -> Lineage:
                            schema_fingerprint=row["schema_fingerprint"], name=row["model_name"],
                            version=row["model_version"]),
             batch=TrainingBatch(batch_id=row["batch_id"], source=row["source"], rows=row["batch_rows"],
-                                window_start=row["window_start"], window_end=row["window_end"]),
+                                window_start=row["window_start"], window_end=row["window_end"],
+                                input_digest=row["input_digest"], content_digest=row["content_digest"],
+                                digest_key_id=row["digest_key_id"]),
             privacy=PrivacyRef(epsilon=row["epsilon"], delta=row["delta"], accountant=row["accountant"]),
             validation=ValidationRef(passed=None if row["gate_passed"] is None else bool(row["gate_passed"]),
                                      checks=val.get("checks", []), failed=val.get("failed", []),

@@ -34,22 +34,38 @@ class _Record(BaseModel):
 
 
 class TrainingBatch(_Record):
-    """The snapshot of real data a model was trained on, named by the content hash of the scrubbed, masked frame."""
+    """The snapshot of real data a model was trained on.
 
-    batch_id: str = Field(min_length=1, description="dpsyn.io.frame_sha256 of the scrubbed and masked frame")
+    Its id is random (a deterministic function of the rows, such as their hash, would let anyone test a guess
+    of the rows against it); ``rows`` is the run's noisy row count (DP). The keyed digests (HMACs under the
+    pipeline's key of the input file's and of the masked rows' SHA-256) let the data owner verify that a file is
+    the batch (``dpsyn audit batch``); without the key they reveal nothing.
+    """
+
+    batch_id: str = Field(min_length=1, description="random id of the batch (uuid4 hex)")
     source: str = Field(description="the input's file name (no folder)")
-    rows: int = Field(ge=0)
+    rows: int = Field(ge=0, description="the run's noisy count of the batch's rows (DP), not the exact count")
     window_start: datetime | None = None  # the time window the rows cover, when known
     window_end: datetime | None = None
+    input_digest: str | None = None  # HMAC(key, sha256 of the input file)
+    content_digest: str | None = None  # HMAC(key, content hash of the scrubbed and masked rows)
+    digest_key_id: str | None = None
 
 
-def training_batch(df: pd.DataFrame, *, source: str, window_start: datetime | None = None,
+def training_batch(df: pd.DataFrame, *, source: str, rows: int, key=None, window_start: datetime | None = None,
                    window_end: datetime | None = None) -> TrainingBatch:
-    """The training batch record of a scrubbed and masked frame."""
+    """The training batch record of a scrubbed and masked frame: a random id, ``rows`` (a noisy count: never
+    ``len(df)``), and with ``key`` (a :class:`~dpsyn.watermark.WatermarkKey`) the keyed digest of its rows."""
     from dpsyn.io import frame_sha256
 
-    return TrainingBatch(batch_id=frame_sha256(df), source=Path(source).name, rows=len(df),
-                         window_start=window_start, window_end=window_end)
+    digest = None
+    if key is not None:
+        from dpsyn.watermark import batch_digest
+
+        digest = batch_digest(key, frame_sha256(df), kind="content")
+    return TrainingBatch(batch_id=uuid.uuid4().hex, source=Path(source).name, rows=rows, window_start=window_start,
+                         window_end=window_end, content_digest=digest,
+                         digest_key_id=None if key is None else key.key_id)
 
 
 class ModelRef(_Record):
@@ -117,6 +133,7 @@ class Release(_Record):
         model_name: str | None = None,
         model_version: str | None = None,
         dataset_id: str | None = None,
+        batch_digests: dict[str, str] | None = None,
     ) -> Release:
         """A release from the manifest the ``synthesize`` flow publishes (see tasks/stages.py).
 
@@ -141,8 +158,9 @@ class Release(_Record):
                 name=model_name, version=model_version,
             ),
             batch=TrainingBatch(
-                batch_id=batch["batch_id"], source=batch.get("source", ""), rows=batch["rows"],
+                batch_id=batch["batch_id"], source=batch.get("source", ""), rows=batch["rows_estimate"],
                 window_start=window_start or batch.get("window_start"), window_end=window_end or batch.get("window_end"),
+                **(batch_digests or {}),
             ),
             privacy=PrivacyRef(epsilon=manifest["epsilon_spent"], delta=manifest["delta"],
                                accountant=manifest["accountant"]),

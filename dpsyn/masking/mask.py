@@ -102,7 +102,7 @@ class MaskReport(BaseModel):
 
 
 def _conformity_problems(col: Column, s: pd.Series) -> list[str]:
-    """Why ``s`` does not fit ``col`` (kind, domain, nullability): names and counts, never values."""
+    """Why ``s`` does not fit ``col`` (kind, domain, nullability): column names only, never values or counts."""
     present = s.notna()
     if col.kind == ColumnKind.categorical:
         return domain_problems(col, s)
@@ -110,14 +110,12 @@ def _conformity_problems(col: Column, s: pd.Series) -> list[str]:
     if col.kind == ColumnKind.numeric and not (
         pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
     ):
-        bad = int((pd.to_numeric(s, errors="coerce").isna() & present).sum())
-        problems.append(f"column '{col.name}': {bad} non-numeric value(s) but the column is numeric")
+        problems.append(f"column '{col.name}': non-numeric value(s) but the column is numeric")
     elif col.kind == ColumnKind.datetime and not pd.api.types.is_datetime64_any_dtype(s):
-        problems.append(f"column '{col.name}': {int(present.sum())} value(s) that are not dates but the column is datetime")
+        problems.append(f"column '{col.name}': value(s) that are not dates but the column is datetime")
     if col.kind in (ColumnKind.numeric, ColumnKind.datetime) and not col.nullable:
-        n_na = int((~present).sum())
-        if n_na:
-            problems.append(f"column '{col.name}': {n_na} missing value(s) but the column is not nullable")
+        if not bool(present.all()):
+            problems.append(f"column '{col.name}': missing value(s) but the column is not nullable")
     return problems
 
 

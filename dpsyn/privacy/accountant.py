@@ -25,9 +25,13 @@ from dataclasses import asdict, dataclass
 
 from dpsyn.errors import ConfigError, PrivacyBudgetExceededError, UnknownComponentError
 
-__all__ = ["Mechanism", "PrivacyAccountant", "gaussian_epsilon", "list_accountants"]
+__all__ = ["NEIGHBOURING", "Mechanism", "PrivacyAccountant", "analytic_gaussian_epsilon", "gaussian_epsilon",
+           "list_accountants"]
 
 logger = logging.getLogger(__name__)
+
+#: The neighbouring relation every guarantee of dpsyn is stated for (docs/privacy.md).
+NEIGHBOURING = "add/remove one row"
 
 _ACCOUNTANTS = ("prv", "rdp")
 _EPS_TOL = 1e-9
@@ -82,6 +86,30 @@ def _epsilon_of_cached(name: str, entries: tuple[tuple[float, float, int], ...],
         return math.inf
 
 
+def analytic_gaussian_epsilon(noise_multiplier: float, *, delta: float) -> float:
+    """The exact ε of one Gaussian release at δ (Balle & Wang 2018, Thm 8): the smallest ε with
+    Φ(1/(2σ) − εσ) − e^ε Φ(−1/(2σ) − εσ) ≤ δ for noise σ·Δ on sensitivity Δ. Used to size a single release's
+    share; composition stays with the run's accountant, whose bound is never below this."""
+    from scipy.stats import norm
+
+    s = float(noise_multiplier)
+
+    def excess(eps: float) -> float:
+        return float(norm.cdf(0.5 / s - eps * s) - math.exp(eps + norm.logcdf(-0.5 / s - eps * s))) - delta
+
+    if excess(0.0) <= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while excess(hi) > 0:
+        lo, hi = hi, hi * 2
+        if hi > 1e4:
+            return math.inf
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if excess(mid) <= 0 else (mid, hi)
+    return hi
+
+
 def gaussian_epsilon(noise_multiplier: float, *, delta: float, accountant: str = "prv") -> float:
     """ε of one Gaussian release with the given noise multiplier."""
     return _epsilon_of(accountant, [(noise_multiplier, 1.0, 1)], delta)
@@ -93,7 +121,10 @@ class PrivacyAccountant:
     Parameters
     ----------
     epsilon, delta : float
-        The run's target (ε, δ). Every ε reported is at this δ.
+        The run's target (ε, δ): the whole release is (ε, δ)-DP under :data:`NEIGHBOURING`. Mechanisms are
+        composed at ``mechanism_delta`` = δ minus the *tail* δ that high-probability bounds reserved
+        (:meth:`reserve_tail`, e.g. the lower bound on a noisy row count that sets a sensitivity); with no
+        tail, at δ itself.
     accountant : {"prv", "rdp"}
         Opacus accountant used for composition.
     """
@@ -106,10 +137,26 @@ class PrivacyAccountant:
         _make(accountant)  # validates the name
         self.target_epsilon = float(epsilon)
         self.delta = float(delta)
+        self.tail_delta = 0.0
         self.name = accountant
         self.ledger: list[Mechanism] = []
         self.planned: list[Mechanism] = []
-        self._opacus = None
+
+    @property
+    def mechanism_delta(self) -> float:
+        """The δ at which the recorded mechanisms are composed: δ less the reserved tail."""
+        return self.delta - self.tail_delta
+
+    def reserve_tail(self, probability: float) -> float:
+        """Set aside ``probability`` of δ for an event of at most that probability under which a later
+        mechanism's stated sensitivity may fail (a noisy count's lower bound exceeding the true count).
+        Call before any calibration: ε is computed at the δ that remains. Returns the tail reserved so far."""
+        if not (0 < probability and self.tail_delta + probability <= self.delta / 2):
+            raise ConfigError(f"a tail of δ {probability:g} does not fit in δ={self.delta:g} (at most half of it)")
+        if self.ledger or self.planned:
+            raise ConfigError("reserve the tail δ before any mechanism is planned or recorded")
+        self.tail_delta += float(probability)
+        return self.tail_delta
 
     # -- what has been spent ------------------------------------------------------------
     def history(self) -> list[tuple[float, float, int]]:
@@ -118,7 +165,7 @@ class PrivacyAccountant:
     def epsilon(self, *, include_planned: bool = False) -> float:
         """ε spent so far at ``self.delta`` (optionally with the planned mechanisms)."""
         entries = self.history() + ([m.as_tuple() for m in self.planned] if include_planned else [])
-        return _epsilon_of(self.name, entries, self.delta)
+        return _epsilon_of(self.name, entries, self.mechanism_delta)
 
     def remaining(self) -> float:
         return max(0.0, self.target_epsilon - self.epsilon())
@@ -160,12 +207,18 @@ class PrivacyAccountant:
     def sigma_for_share(self, share: float, *, sample_rate: float = 1.0, steps: int = 1) -> float:
         """Noise multiplier of a mechanism that alone costs ``share`` × the target ε.
 
-        The default is one Gaussian release; give ``sample_rate`` and ``steps`` for DP-SGD.
+        The default is one Gaussian release, sized with its exact ε (:func:`analytic_gaussian_epsilon`: PRV's
+        discretisation error, 0.01 in ε, would swamp the small shares of small budgets); give ``sample_rate`` and
+        ``steps`` for DP-SGD. Only the size of the share uses this: every check of the budget composes the whole
+        history with the run's accountant.
         """
         if not 0 < share < 1:
             raise ConfigError(f"budget share must be in (0, 1), got {share}")
         goal = share * self.target_epsilon
-        return self._search(lambda s: _epsilon_of(self.name, [(s, sample_rate, steps)], self.delta), goal)
+        if sample_rate == 1.0 and steps == 1:
+            return self._search(lambda s: analytic_gaussian_epsilon(s, delta=self.mechanism_delta), goal, lo=0.05,
+                                hi=1e6)
+        return self._search(lambda s: _epsilon_of(self.name, [(s, sample_rate, steps)], self.mechanism_delta), goal)
 
     def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd") -> float:
         """Smallest noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within budget.
@@ -173,12 +226,13 @@ class PrivacyAccountant:
         Accounts for what was already spent and for every planned mechanism.
         """
         base = self.history() + [m.as_tuple() for m in self.planned if m.label != label]
-        if _epsilon_of(self.name, base, self.delta) >= self.target_epsilon:
+        if _epsilon_of(self.name, base, self.mechanism_delta) >= self.target_epsilon:
             raise PrivacyBudgetExceededError(
                 f"no budget left for '{label}': spent and planned mechanisms already use ε={self.target_epsilon:g}"
             )
         sigma = self._search(
-            lambda s: _epsilon_of(self.name, base + [(s, sample_rate, steps)], self.delta), self.target_epsilon
+            lambda s: _epsilon_of(self.name, base + [(s, sample_rate, steps)], self.mechanism_delta),
+            self.target_epsilon
         )
         logger.info("privacy: calibrated %s σ=%.4f for q=%.4g, %d steps", label, sigma, sample_rate, steps)
         return sigma
@@ -200,46 +254,18 @@ class PrivacyAccountant:
                 lo = mid
         return hi  # always the feasible end
 
-    # -- Opacus integration and reporting -----------------------------------------------
-    def opacus_accountant(self):
-        """An Opacus accountant whose history is this run's; DP-SGD steps append to it.
-
-        Call :meth:`sync_from_opacus` after training to move those steps into the ledger.
-        """
-        acct = _make(self.name)
-        acct.history = self.history()
-        self._opacus = (acct, len(acct.history))
-        return acct
-
-    def sync_from_opacus(self, label: str) -> list[Mechanism]:
-        """Record the DP-SGD steps an Opacus accountant took since :meth:`opacus_accountant`."""
-        if self._opacus is None:
-            return []
-        acct, n0 = self._opacus
-        new = []
-        # RDP merges repeated (σ, q) entries; PRV appends one per step. Aggregate by (σ, q).
-        counts: dict[tuple[float, float], int] = {}
-        old = {}
-        for i, (s, q, t) in enumerate(acct.history):
-            if i < n0:
-                old[(s, q)] = old.get((s, q), 0) + t
-            counts[(s, q)] = counts.get((s, q), 0) + t
-        for (s, q), t in counts.items():
-            extra = t - old.get((s, q), 0)
-            if extra > 0:
-                new.append(self.record(label, noise_multiplier=s, sample_rate=q, steps=extra))
-        self._opacus = None
-        return new
-
+    # -- reporting ----------------------------------------------------------------------
     def epsilon_curve(self, deltas: list[float]) -> list[tuple[float, float]]:
-        """(δ, ε(δ)) for the mechanisms recorded so far."""
-        return [(d, _epsilon_of(self.name, self.history(), d)) for d in deltas]
+        """(δ, ε(δ)) for the mechanisms recorded so far (δ of the whole release: the tail included)."""
+        return [(d, _epsilon_of(self.name, self.history(), d - self.tail_delta)) for d in deltas
+                if d > self.tail_delta]
 
     def state_dict(self) -> dict:
         """Everything needed to resume accounting in another process (no data values)."""
         return {
             "epsilon": self.target_epsilon,
             "delta": self.delta,
+            "tail_delta": self.tail_delta,
             "accountant": self.name,
             "ledger": [asdict(m) for m in self.ledger],
             "planned": [asdict(m) for m in self.planned],
@@ -248,6 +274,7 @@ class PrivacyAccountant:
     @classmethod
     def from_state_dict(cls, state: dict) -> PrivacyAccountant:
         acct = cls(epsilon=state["epsilon"], delta=state["delta"], accountant=state["accountant"])
+        acct.tail_delta = float(state.get("tail_delta", 0.0))
         acct.ledger = [Mechanism(**m) for m in state.get("ledger", [])]
         acct.planned = [Mechanism(**m) for m in state.get("planned", [])]
         return acct
@@ -259,14 +286,16 @@ class PrivacyAccountant:
         """
         per_label: dict[str, float] = {}
         for m in self.ledger:
-            per_label[m.label] = _epsilon_of(self.name, [m.as_tuple()], self.delta)
+            per_label[m.label] = _epsilon_of(self.name, [m.as_tuple()], self.mechanism_delta)
         extra = {}
         if curve and self.ledger:
             extra["epsilon_curve"] = [[d, e] for d, e in self.epsilon_curve([10.0**-k for k in range(10, 2, -1)])]
         return {
             "accountant": self.name,
+            "neighbouring": NEIGHBOURING,
             "target_epsilon": self.target_epsilon,
             "delta": self.delta,
+            "tail_delta": self.tail_delta,
             "epsilon_spent": self.epsilon(),
             "mechanisms": [asdict(m) for m in self.ledger],
             "epsilon_alone_by_mechanism": per_label,

@@ -71,6 +71,10 @@ class FairnessAuditConfig(BaseModel):
     group_clip: dict[str, Any] = Field(default_factory=dict, description="GroupClipConfig settings other than column.")
     synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="dpdsyn settings (model dpdsyn).")
     experiment: str = Field(default="dpsyn-fairness", description="MLflow experiment (flow only).")
+    population: str | None = Field(
+        default=None, description="The population the rows belong to (default: the schema's `population`, else its "
+        "name): the flow records the audit's non-DP read in its budget ledger.")
+    ledger_url: str | None = Field(default=None, description="Budget ledger (default $DPSYN_BUDGET_URL).")
 
     @field_validator("group_clip")
     @classmethod
@@ -184,7 +188,8 @@ class _TaskTrainer:
         net = train_task_model(
             codes, fs, k, accountant=acct, noise=noise, noise_multiplier=sigma,
             batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
-            label="fairness.task", groups=None if clipper is None else codes[:, self.gj], group_clip=clipper,
+            label="fairness.task", public_rows=len(rows),  # an owner-side audit model: its size is the game's
+            groups=None if clipper is None else codes[:, self.gj], group_clip=clipper,
         )
         expected = [(sigma, q, steps)] if sigma_h is None else [(sigma_h, 1.0, 1), (sigma, q, steps)]
         if acct.history() != expected:

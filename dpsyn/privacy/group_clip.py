@@ -157,6 +157,13 @@ def split_noise(sigma: float, count_share: float) -> tuple[float, float]:
     return sigma / math.sqrt(1.0 - count_share), sigma / math.sqrt(count_share)
 
 
+def float32_floor(x) -> np.ndarray:
+    """``x`` as float32, each value the largest float32 not above it."""
+    x = np.asarray(x, dtype=np.float64)
+    f = x.astype(np.float32)
+    return np.where(f.astype(np.float64) > x, np.nextafter(f, np.float32(-np.inf)), f).astype(np.float32)
+
+
 class GroupClipper:
     """State of DP-SGD-S for ``n_groups`` groups; see the module docstring.
 
@@ -221,8 +228,10 @@ class GroupClipper:
         return np.maximum(b, self.min_bound)
 
     def row_bounds(self, groups: torch.Tensor) -> torch.Tensor:
-        """C_{g(i)} for each row of a batch (float tensor)."""
-        return torch.as_tensor(self.bounds, dtype=torch.float32)[groups]
+        """C_{g(i)} for each row of a batch, as float32 rounded *down*: a bound rounded to the nearest float32 can
+        exceed the float64 bound the noise is scaled to (0.1 becomes 0.10000000149), and a row would then move the
+        sum by more than the noise covers."""
+        return torch.from_numpy(float32_floor(self.bounds))[groups]
 
     def max_bound(self) -> float:
         return float(self.bounds.max())

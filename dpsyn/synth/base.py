@@ -9,45 +9,40 @@ the training rows.
 Privacy: ``fit`` charges a :class:`~dpsyn.privacy.PrivacyAccountant`. Pass
 the run's accountant to compose with other mechanisms of the run (the
 validation gate, for example); without one, the synthesizer creates its own
-for ``privacy.epsilon`` and ``privacy.delta``.
+for ``privacy.epsilon`` and ``privacy.delta``. Every quantity that depends on
+the number of rows (sample rates, step counts) is computed from a public row
+count, ``public_rows_``: the run's released noisy count (``rows``), or, when
+``fit`` is not given one, a noisy count the synthesizer releases itself on the
+accountant. ``len(df)`` is never used for anything that shapes a release.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from dpsyn.errors import ConfigError, NotFittedError
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy import (
+    NoiseSource,
+    NoisyCounts,
+    PrivacyAccountant,
+    PrivacyConfig,
+    default_delta,
+    derive_seed,
+    plan_counts,
+    release_counts,
+)
 from dpsyn.schema import ColumnKind, TableSchema
 from dpsyn.synth.encoding import DiscreteEncoder
 
 __all__ = ["PrivacyConfig", "Synthesizer", "default_delta"]
 
 logger = logging.getLogger(__name__)
-
-
-class PrivacyConfig(BaseModel):
-    """The privacy settings of a run: the target (ε, δ), the accountant and the noise source."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    epsilon: float = Field(default=1.0, gt=0, description="Total ε for the run (synthesis and validation).")
-    delta: float | None = Field(default=None, gt=0, lt=1, description="δ; default: a power of ten ≤ 1/(10·n).")
-    accountant: str = Field(default="prv", description="Opacus accountant: prv or rdp.")
-    secure_rng: bool = Field(default=True, description="Draw DP noise and sampling from the OS CSPRNG.")
-    noise_seed: int | None = Field(default=None, description="Seed for non-secure noise (tests only).")
-
-
-def default_delta(n_rows: int) -> float:
-    """A round δ at most 1/(10·n): 10^floor(log10(1/(10 n)))."""
-    return float(10 ** math.floor(math.log10(1.0 / (10 * max(n_rows, 1)))))
 
 
 class Synthesizer(ABC):
@@ -66,17 +61,27 @@ class Synthesizer(ABC):
         self.privacy = privacy if isinstance(privacy, PrivacyConfig) else PrivacyConfig(**(privacy or {}))
 
     # -- public API -----------------------------------------------------------------------
-    def fit(self, df: pd.DataFrame, schema: TableSchema, *, accountant: PrivacyAccountant | None = None):
-        """Fit on the private rows ``df`` (already scrubbed and masked). Returns ``self``."""
+    def fit(self, df: pd.DataFrame, schema: TableSchema, *, accountant: PrivacyAccountant | None = None,
+            rows: NoisyCounts | None = None):
+        """Fit on the private rows ``df`` (already scrubbed and masked). Returns ``self``.
+
+        ``rows``: the run's released noisy counts (its ``"train"`` group is ``df``'s rows); without it the
+        synthesizer releases a noisy count of ``df`` on ``accountant`` first (label ``<name>.rows``).
+        """
         if len(df) == 0:
             raise ConfigError("cannot fit on an empty table")
         self.schema_ = schema
         self.encoder_ = DiscreteEncoder(schema)
         codes = self.encoder_.encode(df)
         if accountant is None:
-            delta = self.privacy.delta or default_delta(len(df))
+            delta = self.privacy.resolved_delta(schema.population_size)
             accountant = PrivacyAccountant(epsilon=self.privacy.epsilon, delta=delta, accountant=self.privacy.accountant)
-        self.noise_ = NoiseSource(secure=self.privacy.secure_rng, seed=self.privacy.noise_seed)
+        self.noise_ = NoiseSource(secure=self.privacy.secure_rng, seed=derive_seed(self.privacy.noise_seed, self.name))
+        if rows is None:
+            label = f"{self.name}.rows"
+            plan = plan_counts(accountant, self.privacy.count_share, lower_bounds=False, label=label)
+            rows = release_counts({"train": len(df)}, plan, accountant=accountant, noise=self.noise_, label=label)
+        self.public_rows_ = rows.estimate("train")  # public (DP): every size-dependent setting comes from it
         self._fit(codes, accountant=accountant)
         self.noise_ = None  # a noise source is not part of the fitted model
         accountant.check()

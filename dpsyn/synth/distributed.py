@@ -64,6 +64,7 @@ def train_dpsgd_distributed(
     max_grad_norm: float,
     lr: float,
     label: str,
+    public_rows: int,
     world_size: int = 2,
     secure_rng: bool = True,
     seed: int | None = None,
@@ -72,7 +73,7 @@ def train_dpsgd_distributed(
     """Train ``model_factory()`` with DP-SGD on the rows of ``data`` in ``world_size`` processes.
 
     Same contract as :func:`~dpsyn.synth.dpsgd.train_dpsgd` (σ calibrated on ``accountant`` beforehand with
-    :func:`~dpsyn.synth.dpsgd.steps_and_rate` of ``len(data)``, ``batch_size`` and ``epochs``); returns the
+    :func:`~dpsyn.synth.dpsgd.steps_and_rate` of ``public_rows``, ``batch_size`` and ``epochs``); returns the
     trained module. ``seed`` (tests only, with ``secure_rng=False``) seeds the model and the processes' coins.
     Raises :class:`RuntimeError` if a process fails (its error type only) or the processes disagree.
     """
@@ -83,11 +84,11 @@ def train_dpsgd_distributed(
     import torch.multiprocessing as mp
 
     n = len(data)
-    q, steps = steps_and_rate(n, batch_size=batch_size, epochs=epochs)
+    q, steps = steps_and_rate(public_rows, batch_size=batch_size, epochs=epochs)
     init_seed = seed if seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
     with tempfile.TemporaryDirectory(prefix="dpsyn-ddp-") as tmp:
         os.chmod(tmp, 0o700)
-        settings = dict(n=n, q=q, steps=steps, noise_multiplier=noise_multiplier, batch_size=batch_size,
+        settings = dict(n=n, public_rows=public_rows, q=q, steps=steps, noise_multiplier=noise_multiplier, batch_size=batch_size,
                         max_grad_norm=max_grad_norm, lr=lr, accountant=accountant.name, secure_rng=secure_rng,
                         seed=seed, init_seed=init_seed, threads=threads_per_process, folder=tmp)
         ctx = mp.spawn(_worker, args=(world_size, model_factory, loss_fn, data.share_memory_(), settings),
@@ -135,7 +136,7 @@ def _worker(rank: int, world_size: int, model_factory, loss_fn, data: torch.Tens
         torch.manual_seed(s["init_seed"])
         model = DPDDP(model_factory())  # rank 0's initial weights are broadcast to every process
         optimizer = torch.optim.Adam(model.parameters(), lr=s["lr"])
-        shape_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(s["n"], 1)),
+        shape_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(s["public_rows"], 1)),
                                                    batch_size=s["batch_size"])
         assert abs(1.0 / len(shape_loader) - s["q"]) < 1e-12
         with warnings.catch_warnings():

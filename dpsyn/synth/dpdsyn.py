@@ -93,7 +93,7 @@ class DPDSyn(Synthesizer):
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
         feat_sizes, k = sizes[:-1], sizes[-1]  # the encoder puts the target last
-        n = len(codes)
+        n = self.public_rows_  # public (the released noisy count), never len(codes)
 
         # Budget: DP-SGD-S's group-size histogram (if asked for), then the task model's noise (alone: task_share of
         # what is left), planned; then the generator.
@@ -118,7 +118,8 @@ class DPDSyn(Synthesizer):
         self.task_ = train_task_model(
             codes, feat_sizes, k, hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
             noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
-            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, ema_decay=cfg.task_ema_decay,
+            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=n,
+            ema_decay=cfg.task_ema_decay,
             groups=None if gj is None else codes[:, gj], group_clip=task_clipper,
         )
         # with label_mix the generator models the target too (last), so its head is a second p(y | x)
@@ -126,6 +127,7 @@ class DPDSyn(Synthesizer):
         gen_names = [c.name for c in self.encoder_.columns[:m]]
         self.net_ = fit_ar_net(
             codes[:, :m], sizes[:m], cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
+            public_rows=n,
             weights=field_weights(schema, cfg, gen_names),
             groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )

@@ -111,9 +111,10 @@ def _one_hot(codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
 
 
 def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: float,
-               accountant: PrivacyAccountant, noise, label: str, weights: list[float] | None = None,
-               groups: np.ndarray | None = None, n_groups: int = 0, group_sizes: GroupSizes | None = None) -> _ARNet:
-    """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated).
+               accountant: PrivacyAccountant, noise, label: str, public_rows: int,
+               weights: list[float] | None = None, groups: np.ndarray | None = None, n_groups: int = 0,
+               group_sizes: GroupSizes | None = None) -> _ARNet:
+    """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated for ``public_rows``).
 
     ``weights`` scale each column's loss (public, from the schema's tiers); the
     whole per-row gradient is still clipped to C, so the guarantee is unchanged.
@@ -131,7 +132,7 @@ def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: 
     net = train_dpsgd(
         _ARNet(sizes, cfg.hidden), data=torch.from_numpy(codes), loss_fn=loss_fn, accountant=accountant,
         noise=noise, noise_multiplier=sigma, batch_size=cfg.batch_size, epochs=cfg.epochs,
-        max_grad_norm=cfg.max_grad_norm, lr=cfg.lr, label=label,
+        max_grad_norm=cfg.max_grad_norm, lr=cfg.lr, label=label, public_rows=public_rows,
         groups=None if clipper is None else torch.from_numpy(groups), group_clip=clipper,
     )
     net.eval()
@@ -216,7 +217,7 @@ class DPGen(Synthesizer):
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
-        q, steps = steps_and_rate(len(codes), batch_size=cfg.batch_size, epochs=cfg.epochs)
+        q, steps = steps_and_rate(self.public_rows_, batch_size=cfg.batch_size, epochs=cfg.epochs)
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         sigma_h = plan_group_sizes(cfg.group_clip, accountant)
         z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
@@ -229,6 +230,7 @@ class DPGen(Synthesizer):
         torch.manual_seed(self.noise_.seed())
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
+            public_rows=self.public_rows_,
             weights=field_weights(self.schema_, cfg, [c.name for c in self.encoder_.columns]),
             groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )

@@ -11,8 +11,10 @@ reach model weights. Each step:
 3. **noise**: N(0, σ²C²) from the run's noise source is added to every
    coordinate of the sum, which is then divided by the expected batch size q·n
    (as Opacus' ``DPOptimizer`` does with ``loss_reduction="mean"``);
-4. **update** with Adam; the accountant records (σ, q) per step (an empty batch
-   skips the update and is still charged).
+4. **update** with Adam; the accountant records (σ, q) per step. An empty
+   Poisson sample still releases (and applies) the noise alone: the mechanism the
+   accountant analyses releases sum + noise at every step, and skipping the update
+   would tell that the sample was empty, an event whose probability depends on n.
 
 Clipping, two implementations of the same step:
 
@@ -46,7 +48,7 @@ import logging
 import types
 import warnings
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 import torch
 from torch import nn
@@ -58,7 +60,17 @@ from dpsyn.synth.fastclip import BookKeeping, bk_layers
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["steps_and_rate", "train_dpsgd"]
+__all__ = ["StepHook", "steps_and_rate", "train_dpsgd"]
+
+
+class StepHook(Protocol):
+    """What a privacy audit plugs into a DP-SGD step (never used by a release)."""
+
+    def extra(self, step: int, shapes: list, *, noise: NoiseSource, sample_rate: float) -> list[torch.Tensor]:
+        """Gradients to add to the step's clipped sum, one per parameter (each canary's norm ≤ C)."""
+
+    def observe(self, step: int, noisy_sum: list[torch.Tensor]) -> None:
+        """The step's release (clipped sum + noise, before the division by q·n), one tensor per parameter."""
 
 
 def steps_and_rate(n_rows: int, *, batch_size: int, epochs: int) -> tuple[float, int]:
@@ -80,15 +92,19 @@ def train_dpsgd(
     max_grad_norm: float,
     lr: float,
     label: str,
+    public_rows: int,
     ema_decay: float = 0.0,
     groups: torch.Tensor | None = None,
     group_clip: GroupClipper | None = None,
     clipping: Literal["auto", "bookkeeping", "ghost"] = "auto",
+    step_hook: StepHook | None = None,
 ) -> nn.Module:
     """Train ``model`` with DP-SGD on the rows of ``data``; returns the trained plain module.
 
-    The sample rate and step count are :func:`steps_and_rate` of ``len(data)``,
-    ``batch_size`` and ``epochs``: calibrate ``noise_multiplier`` with the same.
+    The sample rate and step count are :func:`steps_and_rate` of ``public_rows``, ``batch_size`` and
+    ``epochs``: calibrate ``noise_multiplier`` with the same. ``public_rows`` is a public row count (the run's
+    released noisy count), never ``len(data)`` in a release: the sample rate and the number of steps are
+    published with the model. Each row still joins each batch with probability q, whatever the count.
 
     ``loss_fn(model, batch, criterion)`` returns a sum of ``criterion`` outputs
     (``criterion`` is a per-sample cross-entropy), i.e. one loss per row of the
@@ -96,6 +112,9 @@ def train_dpsgd(
     last iterate. ``clipping``: "auto" (book-keeping where the model allows it,
     else Opacus ghost clipping), "bookkeeping" (raise if the model does not allow
     it) or "ghost" (always Opacus). The returned model's ``dp_clipping_`` says which ran.
+
+    ``step_hook`` is for privacy audits only (:mod:`dpsyn.audit.gradient_canaries`): it adds canary gradients to
+    each step's clipped sum and observes each step's noisy sum; book-keeping path only.
     """
     if (groups is None) != (group_clip is None):
         raise ValueError("group-adaptive clipping needs both groups (one code per row) and a GroupClipper")
@@ -104,10 +123,14 @@ def train_dpsgd(
     if clipping not in ("auto", "bookkeeping", "ghost"):
         raise ValueError(f"clipping must be 'auto', 'bookkeeping' or 'ghost', got {clipping!r}")
     n = len(data)
-    sample_rate, steps = steps_and_rate(n, batch_size=batch_size, epochs=epochs)
+    if public_rows < 1:
+        raise ValueError(f"public_rows must be at least 1, got {public_rows}")
+    sample_rate, steps = steps_and_rate(public_rows, batch_size=batch_size, epochs=epochs)
     kw = dict(data=data, loss_fn=loss_fn, accountant=accountant, noise=noise, noise_multiplier=noise_multiplier,
               batch_size=batch_size, sample_rate=sample_rate, steps=steps, max_grad_norm=max_grad_norm, lr=lr,
-              label=label, ema_decay=ema_decay, groups=groups, group_clip=group_clip)
+              label=label, ema_decay=ema_decay, groups=groups, group_clip=group_clip, public_rows=public_rows)
+    if step_hook is not None and clipping != "bookkeeping":
+        raise ValueError("a step hook (privacy audits) needs clipping='bookkeeping'")
     if clipping != "ghost":
         layers, why = bk_layers(model)
         if layers is not None:
@@ -116,7 +139,7 @@ def train_dpsgd(
                 model.train()
                 why = bk.probe(loss_fn, data[:2], nn.CrossEntropyLoss(reduction="none")) if n else ""
                 if not why:
-                    trained = _train_bookkeeping(model, bk, **kw)
+                    trained = _train_bookkeeping(model, bk, **kw, step_hook=step_hook)
                     trained.dp_clipping_ = "bookkeeping"
                     return trained
             finally:
@@ -130,53 +153,61 @@ def train_dpsgd(
 
 
 def _expected_batch_size(n: int, sample_rate: float) -> int:
-    """Opacus' ``make_private``: ``int(len(dataset) * sample_rate)``, the denominator of the mean gradient."""
-    return int(n * sample_rate)
+    """Opacus' ``make_private``: ``int(len(dataset) * sample_rate)``, the denominator of the mean gradient
+    (``n`` the public row count)."""
+    return max(1, int(n * sample_rate))
 
 
 def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, accountant, noise, noise_multiplier,
                        batch_size, sample_rate, steps, max_grad_norm, lr, label, ema_decay, groups,
-                       group_clip) -> nn.Module:
+                       group_clip, public_rows, step_hook=None) -> nn.Module:
     """DP-SGD with book-keeping clipping: the step of :func:`_train_opacus`, without Opacus' two backward passes."""
     n = len(data)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     params = [p for p in model.parameters() if p.requires_grad]
     shapes = [p.shape for p in params]
-    denominator = _expected_batch_size(n, sample_rate)
+    denominator = _expected_batch_size(public_rows, sample_rate)
     criterion = nn.CrossEntropyLoss(reduction="none")
     grad_sigma, sigma_b = noise_multiplier, None
     if group_clip is not None:
         grad_sigma, sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)
     ema = [p.detach().clone() for p in params] if ema_decay else None
-    steps_taken = accountant.opacus_accountant()  # the Opacus path's accountant, stepped the same way
+    taken = 0  # steps whose batch was drawn: each is charged, whether or not it crashed later
     model.train()
     try:
         for step in range(steps):
             idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
-            if len(idx) == 0:
-                # A data-independent event: skip the update but still charge the step.
-                steps_taken.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
-                if group_clip is not None:
-                    group_clip.skip(sigma_b=sigma_b, noise=noise)
+            taken += 1
+            if group_clip is not None:
+                batch_groups = groups[idx]
+                bound, noise_bound = group_clip.row_bounds(batch_groups), group_clip.max_bound()
             else:
-                if group_clip is not None:
-                    batch_groups = groups[idx]
-                    bound, noise_bound = group_clip.row_bounds(batch_groups), group_clip.max_bound()
-                else:
-                    bound = noise_bound = max_grad_norm
+                bound = noise_bound = max_grad_norm
+            if len(idx):
                 clipped, norms = bk.clipped_sum(loss_fn, data[idx], criterion, bound)
-                std = grad_sigma * noise_bound if group_clip is None else group_clip.noise_std(grad_sigma)
-                draws = noise.normal_list(shapes, std, dtype=params[0].dtype)
-                for p, z in zip(params, draws, strict=True):
-                    # (clipped sum + noise) / (q·n), as Opacus' add_noise and scale_grad
-                    p.grad = clipped[p].add_(z.to(p.device)).div_(denominator)
-                optimizer.step()
-                steps_taken.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
-                if group_clip is not None:
+            else:  # an empty Poisson sample: the release is the noise alone, as the accountant assumes
+                clipped, norms = {p: torch.zeros_like(p) for p in params}, None
+            if step_hook is not None:  # audits only: canary gradients (norm ≤ C each) join the clipped sum
+                for p, g in zip(params, step_hook.extra(step, shapes, noise=noise, sample_rate=sample_rate),
+                                strict=True):
+                    clipped[p].add_(g)
+            std = grad_sigma * noise_bound if group_clip is None else group_clip.noise_std(grad_sigma)
+            draws = noise.normal_list(shapes, std, dtype=params[0].dtype)
+            for p, z in zip(params, draws, strict=True):
+                clipped[p].add_(z.to(p.device))  # the step's release: clipped sum + noise
+            if step_hook is not None:
+                step_hook.observe(step, [clipped[p] for p in params])
+            for p in params:
+                p.grad = clipped[p].div_(denominator)  # / (q·n), as Opacus' scale_grad
+            optimizer.step()
+            if group_clip is not None:
+                if norms is None:
+                    group_clip.skip(sigma_b=sigma_b, noise=noise)
+                else:
                     group_clip.update(norms, batch_groups, sigma_b=sigma_b, noise=noise)
             _end_step(ema, params, ema_decay, label, step, steps)
     finally:
-        accountant.sync_from_opacus(label)
+        _charge(accountant, label, noise_multiplier, sample_rate, taken)
     for p in params:
         p.grad = None
     if ema is not None:
@@ -187,19 +218,21 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
 
 
 def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_multiplier, batch_size, sample_rate,
-                  steps, max_grad_norm, lr, label, ema_decay, groups, group_clip) -> nn.Module:
+                  steps, max_grad_norm, lr, label, ema_decay, groups, group_clip, public_rows) -> nn.Module:
     """DP-SGD with Opacus' ghost clipping (any model Opacus supports)."""
     from opacus import PrivacyEngine
 
-    n = len(data)
+    n = public_rows
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    # Opacus reads the sample rate (1/len) and expected batch size from this loader; batches are drawn below.
+    # Opacus reads the sample rate (1/len) and expected batch size from this loader (of the public row count);
+    # batches are drawn below, from the real rows.
     shape_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(n, 1)), batch_size=batch_size)
     assert abs(1.0 / len(shape_loader) - sample_rate) < 1e-12
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
+        # Opacus' own accountant is a throwaway: the loop counts the steps and records them on the run's accountant
         engine = PrivacyEngine(accountant=accountant.name, secure_mode=False)
-    engine.accountant = accountant.opacus_accountant()
+    own_attributes = {id(m): set(vars(m)) for m in model.modules()}
     dp_model, optimizer, criterion, _ = engine.make_private(
         module=model,
         optimizer=optimizer,
@@ -221,10 +254,12 @@ def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_m
     with warnings.catch_warnings():
         # Opacus' ghost clipping backward on inputs without grad: harmless, once per step
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criterion, steps=steps,
-               sample_rate=sample_rate, noise_multiplier=noise_multiplier, label=label, groups=groups,
-               group_clip=group_clip, params=params, ema=ema, ema_decay=ema_decay)
-    trained = dp_model._module if hasattr(dp_model, "_module") else dp_model
+        try:
+            _steps(dp_model, optimizer, accountant, noise, data, loss_fn, criterion, steps=steps,
+                   sample_rate=sample_rate, noise_multiplier=noise_multiplier, label=label, groups=groups,
+                   group_clip=group_clip, params=params, ema=ema, ema_decay=ema_decay)
+        finally:
+            trained = _strip_opacus(dp_model, model, own_attributes)
     if ema is not None:
         with torch.no_grad():
             for p, e in zip(params, ema, strict=True):
@@ -232,18 +267,27 @@ def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_m
     return trained
 
 
-def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criterion, *, steps, sample_rate,
+def _steps(dp_model, optimizer, accountant, noise, data, loss_fn, criterion, *, steps, sample_rate,
            noise_multiplier, label, groups, group_clip, params, ema, ema_decay) -> None:
     n = len(data)
     if group_clip is not None:
         grad_sigma, sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)
+    taken = 0
     try:
         for step in range(steps):
             idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
+            taken += 1
             optimizer.zero_grad(set_to_none=True)
-            if len(idx) == 0:
-                # A data-independent event: skip the update but still charge the step.
-                engine.accountant.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate)
+            if len(idx) == 0:  # an empty Poisson sample: the release is the noise alone, as the accountant assumes
+                if group_clip is not None:
+                    optimizer.max_grad_norm = group_clip.max_bound()
+                    std = group_clip.noise_std(grad_sigma)
+                else:
+                    std = noise_multiplier * optimizer.max_grad_norm
+                draws = noise.normal_list([p.shape for p in params], std, dtype=params[0].dtype)
+                for p, z in zip(params, draws, strict=True):
+                    p.grad = z.to(p.device).div_(optimizer.expected_batch_size)
+                optimizer.original_optimizer.step()
                 if group_clip is not None:
                     group_clip.skip(sigma_b=sigma_b, noise=noise)
             elif group_clip is not None:
@@ -263,7 +307,33 @@ def _steps(dp_model, optimizer, engine, accountant, noise, data, loss_fn, criter
                 optimizer.step()
             _end_step(ema, params, ema_decay, label, step, steps)
     finally:
-        accountant.sync_from_opacus(label)
+        _charge(accountant, label, noise_multiplier, sample_rate, taken)
+
+
+def _charge(accountant: PrivacyAccountant, label: str, noise_multiplier: float, sample_rate: float,
+            steps: int) -> None:
+    """Record the steps the loop took, counted by the loop itself (an Opacus accountant merges consecutive
+    identical (σ, q) entries, so its history cannot tell this run's steps from the ledger's last entry)."""
+    if steps:
+        accountant.record(label, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
+
+
+def _strip_opacus(dp_model: nn.Module, model: nn.Module, own_attributes: dict[int, set[str]]) -> nn.Module:
+    """The plain module, without what Opacus attached: hooks, per-row norms (``_norm_sample``), the last batch's
+    un-noised clipped gradient sum (``summed_grad``), ``grad_sample`` and any other attribute it added.
+    A fitted model must hold nothing but DP weights (it is pickled and logged)."""
+    if hasattr(dp_model, "remove_hooks"):
+        dp_model.remove_hooks()
+    for m in model.modules():
+        for key in set(vars(m)) - own_attributes.get(id(m), set()):
+            delattr(m, key)
+        for hooks in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks"):
+            getattr(m, hooks, {}).clear()
+    for p in model.parameters():
+        p.grad = None
+        for key in list(vars(p)):
+            delattr(p, key)
+    return model
 
 
 def _end_step(ema, params, ema_decay: float, label: str, step: int, steps: int) -> None:

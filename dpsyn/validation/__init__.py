@@ -28,8 +28,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import norm as _norm
 
-from dpsyn.errors import GateFailedError
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.errors import GateFailedError, InputError
+from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.schema import ColumnKind, TableSchema
 from dpsyn.validation.stats import RealStatistics, ks_from_counts, real_statistics
 
@@ -306,9 +306,12 @@ def gate_rules(config: ValidationConfig, schema: TableSchema):
     return load_rules(config.rules)
 
 
-def _utility_statistics(real, synth, holdout, schema, config, accountant, noise) -> dict | None:
-    """Exact U shares of TSTR and the DP reference on the holdout, and its positive share (private: noised later)."""
-    if not config.utility or holdout is None or len(holdout) < 2 or schema.target is None:
+def _utility_statistics(real, synth, holdout, schema, config, accountant, noise, counts) -> dict | None:
+    """Exact U shares of TSTR and the DP reference on the holdout, and its positive share (private: noised later).
+
+    Whether the check runs is decided from public facts and the released counts, never from ``len(holdout)``."""
+    if not config.utility or holdout is None or schema.target is None or "holdout" not in counts.values \
+            or counts.lower_bound("holdout") < 2:
         return None
     from dpsyn.validation.utility import (
         REFERENCE_LABEL,
@@ -319,16 +322,17 @@ def _utility_statistics(real, synth, holdout, schema, config, accountant, noise)
         tstr_scores_on,
     )
 
+    n_train = counts.estimate("train")
     planned = {m.label: m for m in accountant.planned}
     sigma_ref = planned[REFERENCE_LABEL].noise_multiplier if REFERENCE_LABEL in planned else \
-        plan_reference(accountant, config.reference_share, len(real))
+        plan_reference(accountant, config.reference_share, n_train)
     positive = positive_label(schema, config.utility_positive)
-    scorer = train_reference(real, schema, accountant=accountant, noise=noise, sigma=sigma_ref)
+    scorer = train_reference(real, schema, accountant=accountant, noise=noise, sigma=sigma_ref, public_rows=n_train)
     y = (holdout[schema.target].astype("string") == positive).to_numpy(dtype=bool, na_value=False)
-    h = len(holdout)
+    h = max(len(holdout), 1)
     s_tstr = tstr_scores_on(synth, holdout, schema, positive=positive)
     s_trtr = scorer(holdout)
-    return {"h": h, "positive": positive,
+    return {"positive": positive,
             "values": [mann_whitney_u(s_tstr, y) / h**2, mann_whitney_u(s_trtr, y) / h**2, float(y.sum()) / h]}
 
 
@@ -415,9 +419,13 @@ def validate(
     noise: NoiseSource,
     holdout: pd.DataFrame | None = None,
     real_stats: RealStatistics | None = None,
+    counts: NoisyCounts,
 ) -> ValidationReport:
     """Run the gate; charges the accountant for reading ``real`` (and ``holdout``, rows the synthesizer never saw,
     which enable the utility check).
+
+    ``counts`` is the run's released noisy row counts (groups ``train``, and ``holdout`` with a holdout), with
+    lower bounds: every sensitivity and every size the report shows comes from them, never from the exact counts.
 
     Every real-side statistic is computed from exact counts (:func:`real_statistics_for`). ``real_stats``
     gives those counts computed beforehand, e.g. merged from a partitioned read; ``real`` is then read only
@@ -434,7 +442,12 @@ def validate(
         if real is None:
             raise ValueError("validate needs the real rows or their statistics")
         real_stats = real_statistics_for(real, schema, config)
-    n = real_stats.n
+    n = counts.estimate("train")  # public (DP): sizes shown and size-dependent settings
+    n_low = counts.lower_bound("train")  # ≤ n_true − 1 except with the δ tail reserved for it
+    if n_low < 1:
+        raise InputError(
+            "the table is too small for the validation gate at this ε: its noisy row count cannot bound the "
+            "gate's sensitivity; use more rows or a larger ε")
     max_cells = min(config.pair_max_cells, int(n / config.pair_min_rows_per_cell))
     stats = _fidelity_from_counts(real_stats, synth, schema) + _pairs_from_counts(real_stats, synth, schema,
                                                                                   max_cells=max_cells)
@@ -447,13 +460,13 @@ def validate(
         if set(real_stats.rules) != set(rule_synth_counts):
             raise ValueError("the real statistics were computed with other rules than the gate's")
         for check, (v, m) in real_stats.rules.items():
-            rule_real[check] = v / max(n, 1)  # released: violation rate
+            rule_real[check] = v / max(real_stats.n, 1)  # released (noised below): violation rate
             if check in conditional:
-                rule_real[check + "#applies"] = m / max(n, 1)  # released: share of rows the rule applies to
+                rule_real[check + "#applies"] = m / max(real_stats.n, 1)  # released: share the rule applies to
         rule_counts_synth = rule_synth_counts
         for check, (v, m) in rule_counts_synth.items():
             rule_synth[check] = (v / m if m else 0.0) if check in conditional else v / max(len(synth), 1)
-    util = _utility_statistics(real, synth, holdout, schema, config, accountant, noise)
+    util = _utility_statistics(real, synth, holdout, schema, config, accountant, noise, counts)
     # One Gaussian release of the weighted vector (w_i · stat_i): each statistic moves by ≤ 1/(n−1), so the
     # L2 sensitivity is √(Σ w_i²)/(n−1) and statistic i gets noise std σ·√(Σ w²)/(n−1)/w_i. Pairs share
     # `pair_weight` times the one-way statistics' total squared weight, so many pairs cannot drown the rest.
@@ -466,9 +479,10 @@ def validate(
     w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real)
                  + [config.hist_weight] * h_cells)
     sum_w2 = float(np.sum(w[: len(w) - h_cells] ** 2)) + 2 * config.hist_weight**2 * len(hists)
-    delta_t = math.sqrt(sum_w2 or 1.0) / max(n - 1, 1)
-    # holdout statistics move by ≤ 1/|H| each; T and H are disjoint (secret coins), so a row changes one group
-    delta_h = math.sqrt(len(util["values"])) / max(util["h"], 1) if util else 0.0
+    # each statistic moves by ≤ 1/(n − 1) ≤ 1/n_low: the bound uses the noisy count's lower bound, never n
+    delta_t = math.sqrt(sum_w2 or 1.0) / n_low
+    # holdout statistics move by ≤ 1/|H| ≤ 1/h_low each; T and H are disjoint (secret coins): a row changes one
+    delta_h = math.sqrt(len(util["values"])) / counts.lower_bound("holdout") if util else 0.0
     base = sigma * max(delta_t, delta_h)
     stds = np.concatenate([base / w, np.full(len(util["values"]) if util else 0, base)])
     exact = np.array([v for _, _, v in stats] + list(rule_real.values())
@@ -540,7 +554,7 @@ def validate(
         sd = auc_drop_std(base, p_share)
         drop = auc_trtr - auc_tstr
         limit = config.max_auc_drop + z * sd
-        report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": util["h"],
+        report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": counts.estimate("holdout"),
                           "positive": util["positive"]}
         report.checks.append(CheckResult(name="utility:auc_drop", column=schema.target, statistic="auc_drop",
                                          value=drop, threshold=config.max_auc_drop, limit=limit, noise_std=sd,
@@ -557,31 +571,50 @@ def validate_files(
     config: ValidationConfig | None = None,
     *,
     epsilon: float,
+    population: str,
     delta: float | None = None,
     accountant: str = "prv",
     secure_rng: bool = True,
+    ledger_url: str | None = None,
+    run_id: str | None = None,
+    count_share: float = 0.1,
 ) -> tuple[ValidationReport, dict]:
     """Run the gate on two files: the real one read and masked as its schema declares, the synthetic one
-    as published (``_wm`` and text marks ignored). The real side costs ``epsilon`` (one Gaussian release).
+    as published (``_wm`` and text marks ignored).
 
-    Returns the report and the accountant's summary.
+    The real file is a read of ``population``: ``epsilon`` (and δ: explicit, or the public rule of
+    :func:`dpsyn.privacy.default_delta` on the schema's population size) is reserved in its lifetime budget
+    ledger before the file is opened and committed after (in full if the gate stops on the data). The real side
+    is two Gaussian releases on one accountant: the noisy row count (``count_share`` of ε alone) and the gate's
+    statistics (the rest). Returns the report and the accountant's summary.
     """
+    import uuid
+
+    from dpsyn.budget import reservation
     from dpsyn.io import coerce_to_schema, read_table
     from dpsyn.lineage import read_any
     from dpsyn.masking import mask_table
+    from dpsyn.privacy import default_delta, plan_counts, release_counts
     from dpsyn.schema import load_schema
-    from dpsyn.synth import default_delta
     from dpsyn.watermark import WM_COLUMN, strip_text_codes
 
     schema = schema if isinstance(schema, TableSchema) else load_schema(schema)
     config = config or ValidationConfig()
-    real_df, _ = mask_table(read_table(real, schema), schema)
+    delta = delta or default_delta(schema.population_size)
     syn = strip_text_codes(read_any(synthetic).drop(columns=[WM_COLUMN], errors="ignore"))
     present = schema.model_copy(update={"columns": [c for c in schema.columns if c.name in syn.columns]})
     syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
-    acct = PrivacyAccountant(epsilon=epsilon, delta=delta or default_delta(len(real_df)), accountant=accountant)
-    # the whole budget goes to the one release: its noise multiplier costs ε alone
-    acct.plan(VALIDATION_LABEL, noise_multiplier=acct.sigma_for_share(0.999))
-    rep = validate(real_df, syn, schema, config, accountant=acct, noise=NoiseSource(secure=secure_rng))
-    acct.check()
+    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    plan = plan_counts(acct, count_share)
+    # the rest of the budget goes to the gate's one release
+    acct.plan(VALIDATION_LABEL, noise_multiplier=acct.calibrate(sample_rate=1.0, steps=1, label=VALIDATION_LABEL))
+    noise = NoiseSource(secure=secure_rng)
+    with reservation(ledger_url, population, run_id or f"validate:{uuid.uuid4().hex}", epsilon=epsilon,
+                     delta=delta, purpose="validate", note=f"real {Path(real).name}") as budget:
+        budget.mark_read()
+        real_df, _ = mask_table(read_table(real, schema), schema)
+        counts = release_counts({"train": len(real_df)}, plan, accountant=acct, noise=noise)
+        rep = validate(real_df, syn, schema, config, accountant=acct, noise=noise, counts=counts)
+        acct.check()
+        budget.settle(acct.summary())
     return rep, acct.summary()

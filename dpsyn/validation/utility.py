@@ -80,8 +80,10 @@ def plan_reference(accountant: PrivacyAccountant, share: float, n_train: int) ->
 
 
 def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: PrivacyAccountant,
-                    noise: NoiseSource, sigma: float):
-    """DP-SGD logistic regression of the target on the training rows; returns a scorer (frame → P(positive))."""
+                    noise: NoiseSource, sigma: float, public_rows: int):
+    """DP-SGD logistic regression of the target on the training rows; returns a scorer (frame → P(positive)).
+
+    ``public_rows``: the released noisy count of ``real``'s rows (σ was planned for it)."""
     import torch
 
     from dpsyn.synth.encoding import DiscreteEncoder
@@ -97,8 +99,8 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
     torch.manual_seed(noise.seed())
     net = train_task_model(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1), sizes, enc.sizes[t],
                            accountant=accountant, noise=noise, noise_multiplier=sigma,
-                           batch_size=reference_batch(len(real)), epochs=REF_EPOCHS, max_grad_norm=REF_CLIP,
-                           lr=REF_LR, label=REFERENCE_LABEL)
+                           batch_size=reference_batch(public_rows), epochs=REF_EPOCHS, max_grad_norm=REF_CLIP,
+                           lr=REF_LR, label=REFERENCE_LABEL, public_rows=public_rows)
     pos = list(enc.columns[t].labels).index(positive_label(schema))
 
     def score(df: pd.DataFrame) -> np.ndarray:

@@ -20,6 +20,7 @@ from dpsyn.watermark.keys import WatermarkKey
 
 __all__ = [
     "CODE_HEX",
+    "batch_digest",
     "INVISIBLE_SEP",
     "WM_COLUMN",
     "apply_watermark",
@@ -35,6 +36,7 @@ WM_COLUMN = "_wm"
 INVISIBLE_SEP = "\u2063"
 CODE_HEX = 16
 _DOMAIN = b"dpsyn-record-code-v2"
+_BATCH_DOMAIN = b"dpsyn-batch-digest-v1"
 _CODE_RE = re.compile(r"[0-9a-f]{16}")
 
 
@@ -50,6 +52,15 @@ def encode_fields(*fields: str) -> bytes:
 def record_code(key: WatermarkKey, *, batch_id: str, run_id: str, timestamp: str) -> str:
     msg = _DOMAIN + encode_fields(batch_id, run_id, timestamp)
     return hmac.new(key.secret, msg, hashlib.sha256).hexdigest()[:CODE_HEX]
+
+
+def batch_digest(key: WatermarkKey, digest: str, *, kind: str) -> str:
+    """A keyed digest of a training batch (``digest``: the SHA-256 of its file or of its masked rows).
+
+    The lineage ledger stores this, never the plain hash: a plain hash of private rows is a function of them
+    that anyone can test a guess against; the HMAC under the pipeline's secret key is not (its owner can
+    recompute and compare it to verify a batch)."""
+    return hmac.new(key.secret, _BATCH_DOMAIN + encode_fields(kind, digest), hashlib.sha256).hexdigest()
 
 
 def verify_code(key: WatermarkKey, code: str, *, batch_id: str, run_id: str, timestamp: str) -> bool:

@@ -42,7 +42,7 @@ def release_dir(tmp_path, adult_sample, adult_schema):
     df.to_csv(out / "synthetic.csv", index=False)
     manifest = {
         "mlflow_run_id": RUN, "schema": "adult", "synthesizer": "dpgen",
-        "training_batch": {"batch_id": BATCH, "rows": 4000, "source": "adult.data"},
+        "training_batch": {"batch_id": BATCH, "rows_estimate": 4000, "source": "adult.data"},
         "watermark": {"code": code, "key_id": key.key_id, "timestamp": TS},
         "epsilon_spent": 0.9731, "delta": 1e-5, "accountant": "prv", "gate_passed": True,
     }

@@ -48,7 +48,7 @@ def batches(tmp_path_factory) -> list[Path]:
 def _config(batch: Path, tmp: Path, ledger: str) -> DriftMonitorConfig:
     synth = SynthesizeConfig(
         data=batch, table_schema="diabetes130", out=tmp / "published", synthesizer="dpgen",
-        privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 11}, model_name=MODEL, validation=GATE,
+        privacy={"epsilon": 1.0}, model_name=MODEL, validation=GATE,
         budget={"population": "d130-test", "ledger_url": ledger}, experiment="drift-test-synth")
     return DriftMonitorConfig(data=batch, synthesize=synth, drift={"epsilon": CHECK_EPS})
 

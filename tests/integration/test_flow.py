@@ -10,11 +10,14 @@ from dpsyn.errors import GateFailedError
 pytestmark = pytest.mark.slow
 
 FAST: dict = {}  # the default dpgen settings
+# The noise is secure (seeded runs cannot publish), so a test that needs a published release, not a verdict, gives
+# the gate thresholds any table meets; the gate's own behaviour is tested in tests/unit and benchmarks/gate.py.
+LOOSE = {"ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0}
 
 
 def _config(data, out, **kw):
     base = dict(data=data, table_schema="adult", out=out, synthesizer_config=FAST,
-                privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 3})
+                privacy={"epsilon": 1.0, "secure_rng": True})
     base.update(kw)
     return SynthesizeConfig(**base)
 
@@ -35,13 +38,14 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
 
     t0 = time.time()
     out = tmp_path / "out"
-    result = synthesize(_config(small_adult, out))
+    result = synthesize(_config(small_adult, out, validation=LOOSE))
     print(f"flow took {time.time() - t0:.0f}s")  # speed is a benchmark matter (shared CPUs make it vary)
     assert result["gate_passed"] is True
     synth = pd.read_csv(out / "synthetic.csv")
     schema = load_schema("adult")
     assert list(synth.columns) == schema.output_columns() + ["_wm"]
-    assert len(synth) == 2000
+    # as many rows as the noisy count of the real rows (training + holdout: two draws of σ ≈ 50 at ε = 1)
+    assert abs(len(synth) - 2000) < 400 and result["training_batch"]["rows_estimate"] == len(synth)
     assert {p.name for p in out.iterdir()} == {"synthetic.csv", "manifest.json", "validation_report.json",
                                                "validation_report.html"}
     assert 'data-verdict="pass"' in (out / "validation_report.html").read_text()
@@ -53,7 +57,7 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
     assert run.data.metrics["gate_passed"] == 1.0
     assert "noise_multiplier.dpgen.dpsgd" in run.data.metrics
     _check_lineage(result, out, run)
-    _check_scrub_artifact()
+    _check_no_scrub_artifact(run)
     _check_validation_artifacts(run, passed=True)
 
 
@@ -74,18 +78,24 @@ def _check_validation_artifacts(run, *, passed: bool):
     assert latest.type == "markdown" and ("PASSED" if passed else "FAILED") in latest.data
 
 
-def _check_scrub_artifact():
-    """The scrub report is a Prefect table artifact of counts (no values)."""
+def _check_no_scrub_artifact(run):
+    """The scrub report (exact counts per column and entity) stays with the data owner: no Prefect artifact, no
+    MLflow artifact; it is in $DPSYN_HOME/operator/<run id>/ (issue 19, finding 6)."""
     import json
 
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+    from dpsyn.home import dpsyn_home
+    from tasks.tracking import client
+
     with get_client(sync_client=True) as c:
-        arts = c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["scrub-report"])))
-    assert arts and arts[-1].type == "table"
-    table = arts[-1].data if isinstance(arts[-1].data, list) else json.loads(arts[-1].data)
-    assert all(set(r) == {"column", "entity", "count", "action"} for r in table)
+        assert not c.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["scrub-report"])))
+    assert "reports/scrub_report.json" not in {a.path for a in client().list_artifacts(run.info.run_id, "reports")}
+    kept = dpsyn_home() / "operator" / run.info.run_id
+    assert {p.name for p in kept.iterdir()} == {"scrub_report.json", "mask_report.json", "training_batch.json"}
+    assert (kept.stat().st_mode & 0o077) == 0
+    assert json.loads((kept / "training_batch.json").read_text())["rows"] == 2000  # exact: the owner's copy
 
 
 def _check_lineage(result, out, run):
@@ -100,7 +110,7 @@ def _check_lineage(result, out, run):
     assert t.traced and t.file_matches_release == result["dataset_id"]
     (c,) = t.codes
     rel = c.lineage.release
-    assert c.status == "verified" and c.rows == 2000
+    assert c.status == "verified" and c.rows == result["training_batch"]["rows_estimate"]
     mv = client().get_model_version(rel.model.name, rel.model.version)
     assert mv.run_id == run.info.run_id == rel.model.run_id
     assert rel.model.name == "dpsyn-adult"
@@ -121,22 +131,37 @@ def _check_lineage(result, out, run):
 
 
 def test_flow_respects_small_epsilon(prefect_harness, small_adult, tmp_path):
+    # At ε = 0.1 on 2,000 rows the noisy row count (σ ≈ 310) leaves the gate almost no lower bound on the rows:
+    # it either stops the run as too small (after the count: charged its whole reservation) or runs with large
+    # noise and passes or fails. Either way the spend is recorded, within budget, and nothing half-published.
+    from dpsyn.budget import BudgetLedger
+    from dpsyn.errors import InputError
     from flows.synthesize import synthesize
     from tasks.tracking import client
 
-    # At ε=0.1 on 2,000 rows the gate's own noise is large, so it may pass or fail:
-    # either way the spend must be recorded and within budget.
-    cfg = _config(small_adult, tmp_path / "out", privacy={"epsilon": 0.1, "secure_rng": False, "noise_seed": 4},
-                  experiment="eps-0.1")
+    cfg = _config(small_adult, tmp_path / "out", privacy={"epsilon": 0.1, "secure_rng": True},
+                  experiment="eps-0.1", budget={"population": "eps-0.1-test"})
     try:
         result = synthesize(cfg)
         assert result["epsilon_spent"] <= 0.1
+        stopped = False
     except GateFailedError:
+        stopped = False
+        assert not (tmp_path / "out").exists()
+    except InputError as e:
+        assert "too small for the validation gate" in str(e)
+        stopped = True
         assert not (tmp_path / "out").exists()
     c = client()
     (run,) = c.search_runs([c.get_experiment_by_name("eps-0.1").experiment_id])
-    assert 0.09 < run.data.metrics["epsilon_spent"] <= 0.1
-    assert run.data.metrics["delta"] <= 1 / 2000
+    assert 0 < run.data.metrics["epsilon_spent"] <= 0.1
+    (pop,) = BudgetLedger().status("eps-0.1-test")
+    assert pop.runs[0].state == "committed"
+    if stopped:  # a data-dependent stop is charged what was reserved
+        assert pop.spent_epsilon == 0.1
+    else:
+        assert 0.09 < pop.spent_epsilon <= 0.1
+    assert run.data.metrics["delta"] == 1e-6  # the public rule on Adult's documented 48,842 rows
 
 
 def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_adult, tmp_path):
@@ -202,7 +227,7 @@ def test_residual_identifier_stops_the_run(prefect_harness, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(PIIResidualError) as e:
         synthesize(SynthesizeConfig(data=data, table_schema=str(schema), out=out,
-                                    privacy={"epsilon": 1.0, "secure_rng": False, "noise_seed": 1}))
+                                    privacy={"epsilon": 1.0, "secure_rng": True}))
     assert "birth_date" in str(e.value) and "1975" not in str(e.value)
     assert not out.exists()
 
@@ -216,10 +241,10 @@ def test_in_run_audit_is_a_gate_check(prefect_harness, small_adult, tmp_path):
     from flows.synthesize import synthesize
 
     out = tmp_path / "out"
-    result = synthesize(_config(small_adult, out, validation={"audit": True, "audit_canaries": 200}))
+    result = synthesize(_config(small_adult, out, validation={**LOOSE, "audit": True, "audit_canaries": 200}))
     report = json.loads((out / "validation_report.json").read_text())
     (check,) = [c for c in report["checks"] if c["name"] == "audit:epsilon_lower_bound"]
     assert check["threshold"] == 1.0 and check["passed"] and check["value"] <= 1.0
     a = report["audit"]
     assert a["m"] == 200 and 60 < a["included"] < 140 and a["score"].startswith("log-likelihood")
-    assert result["gate_passed"] and len(pd.read_csv(out / "synthetic.csv")) == 2000
+    assert result["gate_passed"] and len(pd.read_csv(out / "synthetic.csv")) == result["training_batch"]["rows_estimate"]

@@ -69,6 +69,11 @@ def test_audit_risk_reports_attribute_inference_and_dcr(runner, adult_sample, tm
     assert out["dcr"]["exact_copies_of_train"] == 1.0 and out["dcr"]["share_closer_to_train"] > 0.95
     assert {a["column"] for a in out["attributes"]} == {"race", "income"}
     assert max(a["member_advantage"] for a in out["attributes"]) > 0.03
+    # the non-DP read is recorded in the population's budget ledger (issue 19, finding 5)
+    from dpsyn.budget import BudgetLedger
+
+    (pop,) = BudgetLedger().status("uci-adult")
+    assert [a.tool for a in pop.accesses][-1] == "audit risk"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -87,3 +92,31 @@ def test_validate_missing_file_exits_2(runner, tmp_path):
     res = runner.invoke(app, ["validate", "--real", str(tmp_path / "nope.csv"), "--synthetic",
                               str(tmp_path / "nope2.csv"), "--schema", "adult"])
     assert res.exit_code == 2 and "not found" in res.output
+
+
+def test_validate_is_charged_to_a_population_or_refused(runner, adult_sample, adult_sample_path, tmp_path):
+    """Issue 19, finding 5: `dpsyn validate --epsilon E` spent E outside every budget, so repeated calls composed
+    without a cap. Now the read needs a population and appears in its ledger; a cap refuses the over-budget read."""
+    from dpsyn.budget import BudgetLedger
+    from dpsyn.schema import load_schema
+
+    syn = _synthetic(adult_sample, tmp_path)
+    anonymous = tmp_path / "anon.yaml"
+    anonymous.write_text(load_schema("adult").model_copy(update={"population": None, "name": "anon"})
+                         .model_dump_json(exclude_none=True))
+    ledger = f"sqlite:///{tmp_path / 'budget.db'}"
+    base = ["validate", "--real", str(adult_sample_path), "--synthetic", str(syn), "--ledger", ledger, "--json",
+            "--epsilon", "1"]
+    res = runner.invoke(app, [*base, "--schema", str(anonymous)])
+    assert res.exit_code == 2 and "--population" in json.loads(res.stdout)["error"]
+    assert not BudgetLedger(ledger).status()  # refused before anything was reserved or read
+    res = runner.invoke(app, [*base, "--schema", "adult", "--population", "clinic-a"])
+    assert res.exit_code in (0, 1), res.output
+    (pop,) = BudgetLedger(ledger).status("clinic-a")
+    assert [(r.purpose, r.state, r.spent_epsilon) for r in pop.runs] == [("validate", "committed", pytest.approx(
+        json.loads(res.stdout)["epsilon_spent"]))]
+    BudgetLedger(ledger).set_cap("clinic-a", 1.5)
+    res = runner.invoke(app, [*base, "--schema", "adult", "--population", "clinic-a"])
+    assert res.exit_code == 1 and "exceeded" in json.loads(res.stdout)["error"]
+    shown = runner.invoke(app, ["budget", "show", "--ledger", ledger, "--json"])
+    assert json.loads(shown.stdout)["populations"][0]["runs"][0]["purpose"] == "validate"

@@ -1,16 +1,20 @@
-"""Prefect artifacts built by tasks/artifacts.py hold counts, never values."""
+"""Prefect artifacts built by tasks/artifacts.py hold DP statistics, never values or exact counts."""
 
 from __future__ import annotations
 
 
-def test_scrub_report_rows_are_counts_only():
-    from tasks.artifacts import publish_scrub_report, scrub_report_rows
+def test_no_scrub_report_artifact():
+    """Issue 19, finding 6: the scrub report (exact entity counts per column, rows read) was a Prefect artifact."""
+    import tasks.artifacts as artifacts
 
-    rep = {"mode": "ner", "model": "m", "rows": 10, "dropped_columns": ["ssn"],
-           "counts": {"note": {"PERSON": 3, "EMAIL_ADDRESS": 1}},
-           "columns": {"email": {"entity": "EMAIL_ADDRESS", "operator": "hash"}}}
-    rows = scrub_report_rows(rep)
-    assert {"column": "note", "entity": "EMAIL_ADDRESS", "count": 1, "action": "scrubbed in text"} in rows
-    assert {"column": "email", "entity": "EMAIL_ADDRESS", "count": 10, "action": "hash"} in rows
-    assert {"column": "ssn", "entity": "", "count": 10, "action": "dropped"} in rows
-    assert publish_scrub_report(rep) is None  # outside a run: nothing to attach to
+    assert not hasattr(artifacts, "publish_scrub_report")
+
+
+def test_validation_markdown_states_the_noisy_count():
+    from dpsyn.validation import CheckResult, ValidationReport
+    from tasks.artifacts import validation_markdown
+
+    rep = ValidationReport(checks=[CheckResult(name="ks:age", column="age", statistic="ks", value=0.2, threshold=0.1,
+                                               limit=0.15, passed=False)], n_real=1234, n_synthetic=1200)
+    text = validation_markdown(rep)
+    assert "FAILED" in text and "`ks:age`" in text and "noisy count" in text

@@ -139,16 +139,16 @@ BAD_CASES = [
         "adult",
         _adult_with(13, SECRET, row=0).replace("United-States, >50K", f"{SECRET}, >50K").encode(),
         SchemaError,
-        ["native-country", "2 value(s) outside"],
+        ["native-country", "value(s) outside"],
     ),
-    ("non-numeric", "adult", _adult_with(0, SECRET).encode(), SchemaError, ["'age'", "1 non-numeric"]),
-    ("missing-numeric", "adult", _adult_with(0, "?").encode(), SchemaError, ["'age'", "1 missing", "not nullable"]),
+    ("non-numeric", "adult", _adult_with(0, SECRET).encode(), SchemaError, ["'age'", "non-numeric"]),
+    ("missing-numeric", "adult", _adult_with(0, "?").encode(), SchemaError, ["'age'", "missing", "not nullable"]),
     (
         "missing-categorical",
         "adult",
         _adult_with(3, "?").encode(),
         SchemaError,
-        ["'education'", "1 missing", "not nullable"],
+        ["'education'", "missing", "not nullable"],
     ),
 ]
 

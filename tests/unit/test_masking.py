@@ -163,7 +163,8 @@ def test_generalized_value_outside_domain_raises_without_value(schema, frame, co
     with pytest.raises(SchemaError) as info:
         mask_table(frame, schema)
     msg = str(info.value)
-    assert f"'{column}'" in msg and "1 value(s)" in msg and problem in msg
+    assert f"'{column}'" in msg and "value(s)" in msg and problem in msg
+    assert "1 value" not in msg  # no counts either (issue 19, finding 6): a count is a statistic of the rows
     assert value not in msg and SECRET not in msg
     assert value.split(".")[0][:3] not in msg.replace("mask_test", "")
     assert "\n" not in msg
@@ -179,7 +180,7 @@ columns:
 """
     )
     df = pd.DataFrame({"diag": ["250.1", "?"], "age": [1.0, 2.0]})
-    with pytest.raises(SchemaError, match=r"'diag': 1 missing value"):
+    with pytest.raises(SchemaError, match=r"'diag': missing value"):
         mask_table(df, schema)
 
 
@@ -217,7 +218,7 @@ columns:
     with pytest.raises(SchemaError) as info:
         mask_table(pd.DataFrame({"age": [37.0, 52.0]}), schema)
     msg = str(info.value)
-    assert "'age': 2 non-numeric value(s)" in msg and "[30-40)" not in msg
+    assert "'age': non-numeric value(s)" in msg and "[30-40)" not in msg and "2 " not in msg
 
 
 def test_parametrized_generalization_in_schema():

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from dpsyn.errors import ConfigError, SchemaError
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.validation import ValidationConfig, validate
 from dpsyn.validation.rules import RuleSet, compile_suite, expand_icd9, load_rules, violation_counts
@@ -154,7 +154,8 @@ def test_shipped_diabetes_rules_fit_the_shipped_schema():
 def _gate(real, synth, rules_path, seed=0):
     acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     cfg = ValidationConfig(rules=str(rules_path), ks_threshold=0.3, tvd_threshold=0.3, pair_max_cells=0)
-    rep = validate(real, synth, SCHEMA, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=seed))
+    rep = validate(real, synth, SCHEMA, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
+                   counts=NoisyCounts.public(train=len(real)))
     return rep, acct
 
 
@@ -187,7 +188,8 @@ def test_no_rules_when_none_are_shipped_for_the_schema():
     rep, _ = _gate(_clean(300), _clean(300, seed=3), "none")
     assert not any(c.statistic == "rule_violation_rate" for c in rep.checks)
     rep = validate(_clean(300), _clean(300, seed=3), SCHEMA, ValidationConfig(),  # auto: no clinic.yaml shipped
-                   accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0))
+                   accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0),
+                   counts=NoisyCounts.public(train=300))
     assert not any(c.statistic == "rule_violation_rate" for c in rep.checks)
 
 

@@ -99,7 +99,7 @@ def test_csv_partition_errors_name_the_file_line(tmp_path):
     q = tmp_path / "domain.csv"
     q.write_text("id,age,grp,note\n1,5,a,x\n2,6,zz,y\n")
     part = plan_partitions(q, schema, 1)[1]
-    with pytest.raises(SchemaError, match=r"partition 2 of 2.*1 value\(s\) outside") as e:
+    with pytest.raises(SchemaError, match=r"partition 2 of 2.*value\(s\) outside") as e:
         read_partition(q, schema, part)
     assert "zz" not in str(e.value)
 
@@ -193,7 +193,11 @@ def test_gate_statistics_from_counts_are_the_unpartitioned_ones_bit_for_bit(adul
 
 def _gate(real, synth, schema, cfg, **kw):
     acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
-    rep = validate(real, synth, schema, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=5), **kw)
+    from dpsyn.privacy import NoisyCounts
+
+    n = len(real) if real is not None else kw["real_stats"].n
+    rep = validate(real, synth, schema, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=5),
+                   counts=NoisyCounts.public(train=n), **kw)
     return rep, acct.history()
 
 

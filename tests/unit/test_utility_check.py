@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.validation import ValidationConfig, plan_validation, validate
 from dpsyn.validation.utility import REFERENCE_LABEL, auc_from_shares, mann_whitney_u, split_holdout
 
@@ -36,7 +36,8 @@ def _run(adult_sample, adult_schema, synth, seed=0):
     plan_validation(acct, cfg, n_train=len(train))
     assert {m.label for m in acct.planned} == {"validation.fidelity", REFERENCE_LABEL}
     rep = validate(train, synth(train), adult_schema, cfg, accountant=acct,
-                   noise=NoiseSource(secure=False, seed=seed), holdout=holdout)
+                   noise=NoiseSource(secure=False, seed=seed), holdout=holdout,
+                   counts=NoisyCounts.public(train=len(train), holdout=len(holdout)))
     return rep, acct
 
 
@@ -62,5 +63,6 @@ def test_labels_unrelated_to_features_fail_the_utility_check(adult_sample, adult
 
 def test_no_holdout_no_utility_check(adult_sample, adult_schema):
     rep = validate(adult_sample, adult_sample.copy(), adult_schema, ValidationConfig(pair_max_cells=0),
-                   accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0))
+                   accountant=PrivacyAccountant(epsilon=1.0, delta=1e-5), noise=NoiseSource(secure=False, seed=0),
+                   counts=NoisyCounts.public(train=len(adult_sample)))
     assert not any(c.name == "utility:auc_drop" for c in rep.checks) and rep.utility is None

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from dpsyn.errors import GateFailedError, InsecureRNGWarning
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.validation import (
     VALIDATION_LABEL,
@@ -140,7 +140,8 @@ def test_sensitivity_bound_is_attained(small_schema):
 @pytest.fixture(scope="module")
 def identical_run(adult_sample, adult_schema):
     acct = _accountant()
-    report = validate(adult_sample, adult_sample.copy(), adult_schema, accountant=acct, noise=_noise())
+    report = validate(adult_sample, adult_sample.copy(), adult_schema, accountant=acct, noise=_noise(),
+                      counts=NoisyCounts.public(train=len(adult_sample)))
     return acct, report
 
 
@@ -198,7 +199,8 @@ def test_corrupted_copy_fails_naming_the_checks(adult_sample, adult_schema):
     bad = adult_sample.copy()
     bad["age"] = bad["age"] + 30
     bad["relationship"] = "Husband"
-    report = validate(adult_sample, bad, adult_schema, accountant=_accountant("rdp"), noise=_noise(1))
+    report = validate(adult_sample, bad, adult_schema, accountant=_accountant("rdp"), noise=_noise(1),
+                      counts=NoisyCounts.public(train=len(adult_sample)))
     assert not report.is_valid()
     failed = {c.name for c in report.failures()}
     assert {"ks:age", "tvd:relationship"} <= failed
@@ -215,7 +217,8 @@ def test_corrupted_copy_fails_naming_the_checks(adult_sample, adult_schema):
 def test_per_column_threshold_override(adult_sample, adult_schema):
     bad = adult_sample.assign(age=adult_sample["age"] + 30)
     config = ValidationConfig(thresholds={"age": 1.0})
-    report = validate(adult_sample, bad, adult_schema, config, accountant=_accountant("rdp"), noise=_noise(2))
+    report = validate(adult_sample, bad, adult_schema, config, accountant=_accountant("rdp"), noise=_noise(2),
+                      counts=NoisyCounts.public(train=len(adult_sample)))
     age = next(c for c in report.checks if c.column == "age")
     assert age.threshold == 1.0 and age.passed
     assert report.is_valid()
@@ -227,7 +230,8 @@ def test_validate_uses_the_planned_sigma(small_schema):
     acct = PrivacyAccountant(epsilon=1, delta=1e-5, accountant="rdp")
     sigma = plan_validation(acct, ValidationConfig(budget_share=0.3))
     assert [m.label for m in acct.planned] == [VALIDATION_LABEL]
-    report = validate(real, synth, small_schema, ValidationConfig(hist_weight=0), accountant=acct, noise=_noise())
+    report = validate(real, synth, small_schema, ValidationConfig(hist_weight=0), accountant=acct, noise=_noise(),
+                      counts=NoisyCounts.public(train=len(real)))
     assert acct.planned == [] and report.histograms == []
     assert [(m.label, m.noise_multiplier) for m in acct.ledger] == [(VALIDATION_LABEL, sigma)]
     k = len(report.checks)  # 3 columns; no pairs at 50 rows (25 rows per cell: at most 2 cells)
@@ -241,7 +245,7 @@ def test_report_json_holds_no_category_values(small_schema):
     real, synth = _random_small(rng, 40), _random_small(rng, 40)
     synth["c"] = PLANTED
     report = validate(real, synth, small_schema, ValidationConfig(hist_weight=0), accountant=_accountant("rdp"),
-                      noise=_noise())
+                      noise=_noise(), counts=NoisyCounts.public(train=len(real)))
     dump = report.model_dump_json()
     assert PLANTED not in dump
     assert not any(f"id{i}" in dump for i in range(40))
@@ -303,7 +307,8 @@ def test_a_column_shuffled_against_the_rest_fails_a_pair_check(adult_sample, adu
     bad = adult_sample.copy()
     bad["relationship"] = bad["relationship"].to_numpy()[rng.permutation(len(bad))]
     acct = PrivacyAccountant(epsilon=4, delta=1e-5)  # at 4,000 rows, ε = 1 noise can hide a 0.5 pair distance
-    report = validate(adult_sample, bad, adult_schema, accountant=acct, noise=_noise(2))
+    report = validate(adult_sample, bad, adult_schema, accountant=acct, noise=_noise(2),
+                      counts=NoisyCounts.public(train=len(adult_sample)))
     failed = {c.name for c in report.failures()}
     assert failed and all(f.startswith("tvd2:") and "relationship" in f for f in failed)
     assert "tvd2:marital-status/relationship" in failed  # husbands and wives are married
@@ -316,7 +321,8 @@ def test_histograms_hold_public_labels_and_noisy_real_shares(small_schema):
     rng = np.random.default_rng(5)
     real, synth = _random_small(rng, 400), _random_small(rng, 300)
     acct = _accountant("rdp")
-    report = validate(real, synth, small_schema, accountant=acct, noise=_noise(5))
+    report = validate(real, synth, small_schema, accountant=acct, noise=_noise(5),
+                      counts=NoisyCounts.public(train=len(real)))
     assert len(acct.ledger) == 1  # histograms ride in the one release
     enc = DiscreteEncoder(small_schema)
     assert [h.column for h in report.histograms] == enc.names

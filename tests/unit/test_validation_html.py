@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from dpsyn.errors import InsecureRNGWarning
-from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.validation import validate
 
 pytestmark = [
@@ -26,10 +26,11 @@ def _noise(seed=0):
 @pytest.fixture(scope="module")
 def reports(adult_sample, adult_schema):
     good = validate(adult_sample, adult_sample.sample(frac=1.0, random_state=0), adult_schema,
-                    accountant=PrivacyAccountant(epsilon=1, delta=1e-5), noise=_noise())
+                    accountant=PrivacyAccountant(epsilon=1, delta=1e-5), noise=_noise(),
+                    counts=NoisyCounts.public(train=len(adult_sample)))
     bad_df = adult_sample.assign(age=adult_sample["age"] + 30)
     bad = validate(adult_sample, bad_df, adult_schema, accountant=PrivacyAccountant(epsilon=1, delta=1e-5),
-                   noise=_noise(1))
+                   noise=_noise(1), counts=NoisyCounts.public(train=len(adult_sample)))
     return good, bad
 
 

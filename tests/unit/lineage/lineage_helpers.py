@@ -16,7 +16,7 @@ def manifest(key: WatermarkKey = KEY, *, run_id: str = RUN, batch_id: str = BATC
         "mlflow_run_id": run_id,
         "schema": "adult",
         "synthesizer": "dpgen",
-        "training_batch": {"batch_id": batch_id, "rows": 4000, "source": "adult.data"},
+        "training_batch": {"batch_id": batch_id, "rows_estimate": 4000, "source": "adult.data"},
         "watermark": {"code": code, "key_id": key.key_id, "timestamp": ts,
                       "statistical": {"strength": 0.005, "grid": 1000, "categorical": False}},
         "epsilon_spent": 0.9731,

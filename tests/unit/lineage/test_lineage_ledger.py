@@ -121,12 +121,22 @@ def test_record_release_uses_the_default_ledger(monkeypatch, tmp_path):
     assert (tmp_path / "lineage.db").is_file()
 
 
-def test_training_batch_hashes_the_frame(adult_sample):
+def test_training_batch_id_is_random_and_its_digest_keyed(adult_sample):
+    """Issue 19, finding 1: the batch id was frame_sha256 of the private rows, published in the manifest, MLflow
+    and the registry: a deterministic function of the rows (ε = ∞) that anyone could test guesses against."""
     from dpsyn.io import frame_sha256
+    from dpsyn.watermark import WatermarkKey, batch_digest
 
-    b = training_batch(adult_sample, source="/data/private/adult.data",
+    key, other = WatermarkKey.from_secret(b"k" * 32), WatermarkKey.from_secret(b"o" * 32)
+    a = training_batch(adult_sample, source="/data/private/adult.data", rows=4012, key=key,
                        window_start=datetime(1994, 1, 1), window_end=None)
-    assert b.batch_id == frame_sha256(adult_sample) and b.rows == 4000 and b.source == "adult.data"
+    b = training_batch(adult_sample, source="adult.data", rows=4012, key=key)
+    plain = frame_sha256(adult_sample)
+    assert a.batch_id != b.batch_id and plain not in (a.batch_id, b.batch_id)  # random, not the content hash
+    assert a.rows == 4012 and a.source == "adult.data"  # the count given (a noisy one), not len(df)
+    assert a.content_digest == b.content_digest == batch_digest(key, plain, kind="content") != plain
+    assert training_batch(adult_sample, source="x", rows=1, key=other).content_digest != a.content_digest
+    assert training_batch(adult_sample, source="x", rows=1).content_digest is None
 
 
 def test_lineage_tags_are_ids_and_numbers_only():

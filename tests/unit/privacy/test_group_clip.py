@@ -96,7 +96,8 @@ def test_dpsgd_s_is_accounted_as_the_same_gaussian_steps_as_dpsgd():
             torch.nn.Sequential(torch.nn.Linear(9, 2)), data=data,
             loss_fn=lambda m, xb, c: c(m(torch.nn.functional.one_hot(xb[:, :3], 3).flatten(1).float()), xb[:, 3]),
             accountant=acct, noise=NoiseSource(secure=False, seed=1), noise_multiplier=sigma, batch_size=64, epochs=3,
-            max_grad_norm=1.0, lr=0.05, label="t", groups=None if gc is None else data[:, 0], group_clip=gc,
+            max_grad_norm=1.0, lr=0.05, label="t", public_rows=len(data),
+            groups=None if gc is None else data[:, 0], group_clip=gc,
         )
         hist.append(acct.history())
         assert acct.check() <= 2.0
@@ -121,7 +122,8 @@ def test_training_adds_the_compensating_noise(monkeypatch, clipping):
         torch.nn.Sequential(torch.nn.Linear(9, 2)), data=data,
         loss_fn=lambda m, xb, c: c(m(torch.nn.functional.one_hot(xb[:, :3], 3).flatten(1).float()), xb[:, 3]),
         accountant=PrivacyAccountant(epsilon=2.0, delta=1e-5), noise=noise, noise_multiplier=1.0, batch_size=64,
-        epochs=2, max_grad_norm=1.0, lr=0.05, label="t", groups=data[:, 0], group_clip=gc, clipping=clipping,
+        epochs=2, max_grad_norm=1.0, lr=0.05, label="t", public_rows=len(data), groups=data[:, 0], group_clip=gc,
+        clipping=clipping,
     ).dp_clipping_ == clipping
     sigma_g = split_noise(1.0, gc.config.count_share)[0]
     assert min(stds) >= sigma_g * 1.0 - 1e-9  # never below the calibrated noise
@@ -133,7 +135,7 @@ def test_group_clip_needs_both_groups_and_clipper():
         train_dpsgd(torch.nn.Linear(2, 2), data=torch.zeros(4, 3, dtype=torch.long), loss_fn=None,
                     accountant=PrivacyAccountant(epsilon=1, delta=1e-5), noise=NoiseSource(secure=False, seed=0),
                     noise_multiplier=1.0, batch_size=2, epochs=1, max_grad_norm=1.0, lr=0.1, label="t",
-                    groups=torch.zeros(4, dtype=torch.long))
+                    public_rows=4, groups=torch.zeros(4, dtype=torch.long))
     assert math.isfinite(split_noise(1.0, 0.5)[0])
 
 

@@ -51,12 +51,13 @@ def test_two_gloo_processes_record_the_same_accounting_as_one():
         warnings.simplefilter("ignore")
         train_dpsgd(nn.Linear(D, 2), data=data, loss_fn=label_loss, accountant=one,
                     noise=NoiseSource(secure=False, seed=1), noise_multiplier=sigma, batch_size=BATCH, epochs=EPOCHS,
-                    max_grad_norm=1.0, lr=0.05, label="dpsgd")
+                    max_grad_norm=1.0, lr=0.05, label="dpsgd", public_rows=len(data))
     two, sigma2 = _accountant()
     assert sigma2 == sigma
     model = train_dpsgd_distributed(functools.partial(nn.Linear, D, 2), data=data, loss_fn=label_loss,
                                     accountant=two, noise_multiplier=sigma, batch_size=BATCH, epochs=EPOCHS,
-                                    max_grad_norm=1.0, lr=0.05, label="dpsgd", world_size=2, secure_rng=False, seed=1)
+                                    max_grad_norm=1.0, lr=0.05, label="dpsgd", world_size=2, secure_rng=False, seed=1,
+                                    public_rows=len(data))
     q, steps = steps_and_rate(N, batch_size=BATCH, epochs=EPOCHS)
     assert one.history() == two.history() == [(sigma, q, steps)]
     assert [(m.label, m.as_tuple()) for m in two.ledger] == [(m.label, m.as_tuple()) for m in one.ledger]
@@ -70,4 +71,4 @@ def test_seeds_are_for_tests_only():
     with pytest.raises(ValueError, match="tests only"):
         train_dpsgd_distributed(functools.partial(nn.Linear, D, 2), data=_data(), loss_fn=label_loss, accountant=acct,
                                 noise_multiplier=sigma, batch_size=BATCH, epochs=EPOCHS, max_grad_norm=1.0, lr=0.05,
-                                label="dpsgd", seed=1)
+                                label="dpsgd", seed=1, public_rows=N)

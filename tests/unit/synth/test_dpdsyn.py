@@ -17,7 +17,7 @@ def test_both_mechanisms_on_one_accountant_within_budget(adult_sample, adult_sch
     acct.plan("validation.fidelity", noise_multiplier=acct.sigma_for_share(0.2))
     synth = create("dpdsyn", FAST, privacy=PRIV).fit(adult_sample.iloc[:800], adult_schema, accountant=acct)
     labels = [m.label for m in acct.ledger]
-    assert labels == ["dpdsyn.marginals", "dpdsyn.task", "dpdsyn.generator"]
+    assert labels == ["dpdsyn.rows", "dpdsyn.marginals", "dpdsyn.task", "dpdsyn.generator"]
     # the planned gate is still reserved: spending it too must stay within budget
     acct.record("validation.fidelity", noise_multiplier=acct.planned[0].noise_multiplier, sample_rate=1.0, steps=1)
     assert acct.check() <= 0.8
@@ -68,13 +68,14 @@ def test_group_clip_option_on_both_dp_sgd_mechanisms(adult_sample, adult_schema,
     assert t["generator"]["group_clip"]["steps"] > 0
     assert acct.check() <= 2.0
     labels = [m.label for m in acct.ledger]
-    assert labels == ["dpdsyn.marginals"] + ["group_clip.sizes"] * (size_share > 0) + ["dpdsyn.task", "dpdsyn.generator"]
+    assert labels == ["dpdsyn.rows", "dpdsyn.marginals"] + ["group_clip.sizes"] * (size_share > 0) + \
+        ["dpdsyn.task", "dpdsyn.generator"]
     for part in ("task", "generator"):
         gc = t[part]["group_clip"]
         assert gc["settings"]["size_share"] == size_share
         assert ("sizes_noise_std" in gc) == (size_share > 0)
     if size_share:
-        assert t["task"]["group_clip"]["sizes_noise_std"] == pytest.approx(acct.ledger[0].noise_multiplier)
+        assert t["task"]["group_clip"]["sizes_noise_std"] == pytest.approx(acct.ledger[2].noise_multiplier)
 
 
 def test_group_clip_column_must_be_in_the_schema(adult_sample, adult_schema):

@@ -24,7 +24,8 @@ def test_task_model_learns_and_is_charged_once(hidden):
     q, steps = steps_and_rate(len(codes), batch_size=200, epochs=5)
     sigma = acct.calibrate(sample_rate=q, steps=steps, label="task")
     net = train_task_model(codes, FEATS, 2, hidden=hidden, accountant=acct, noise=NoiseSource(secure=False, seed=0),
-                           noise_multiplier=sigma, batch_size=200, epochs=5, max_grad_norm=1.0, lr=0.5, label="task")
+                           noise_multiplier=sigma, batch_size=200, epochs=5, max_grad_norm=1.0, lr=0.5, label="task",
+                           public_rows=len(codes))
     assert not net.training
     assert acct.history() == [(sigma, q, steps)]
     assert acct.epsilon() <= 8.0 + 1e-9
