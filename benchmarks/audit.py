@@ -5,7 +5,7 @@
 m canaries drawn uniformly over Adult's public encoding; each joins the training
 rows with probability 1/2; one fit per (method, ε); scores per canary; guesses
 IN for the top m/10 and OUT for the bottom m/10; an ε lower bound at 95%
-confidence (dpsyn.privacy.audit). Controls: ``copy``, a deliberately
+confidence (dpsyn.audit.canaries). Controls: ``copy``, a deliberately
 non-private "synthesizer" that outputs its training rows (it must be caught),
 scored like every method by the black-box distance to the closest synthetic
 record (DCR); dpsyn's methods are also scored white-box by the fitted model's
@@ -69,7 +69,7 @@ def gradient_canary_rows(schema, train, args):
     import torch
 
     from dpsyn.audit import audit_dpsgd_with_gradient_canaries
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.privacy import NoiseSource
     from dpsyn.synth.dpgen import _one_hot
 
@@ -90,7 +90,7 @@ def gradient_canary_rows(schema, train, args):
 
 
 def record_canary_rows(schema, train, args):
-    from dpsyn.privacy.audit import canary_dcr_scores, make_canaries, run_audit
+    from dpsyn.audit.canaries import canary_dcr_scores, make_canaries, run_audit
     from dpsyn.synth import create
 
 

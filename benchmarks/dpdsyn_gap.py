@@ -54,8 +54,8 @@ def main(argv=None) -> None:
     import utility as U
     from sklearn.metrics import roc_auc_score
 
-    from dpsyn.synth.encoding import DiscreteEncoder
-    from dpsyn.synth.task import task_log_probs
+    from dpsyn.encoding import DiscreteEncoder
+    from dpsyn.synth.classifier import classifier_log_probs
 
     torch.set_num_threads(1)
     schema, train, test, spec = U.load("adult")
@@ -67,8 +67,8 @@ def main(argv=None) -> None:
 
     if args.part == "dp-lr":
         from dpsyn.privacy import NoiseSource, PrivacyAccountant
+        from dpsyn.synth.classifier import train_classifier
         from dpsyn.synth.dpsgd import steps_and_rate
-        from dpsyn.synth.task import train_task_model
 
         grid = json.loads(args.grid)
         for combo in itertools.product(*grid.values()):
@@ -79,11 +79,11 @@ def main(argv=None) -> None:
                 q, steps = steps_and_rate(len(a), batch_size=kw["bs"], epochs=kw["epochs"])
                 sigma = acct.calibrate(sample_rate=q, steps=steps, label="task")
                 torch.manual_seed(seed)
-                net = train_task_model(a, fs, k, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
+                net = train_classifier(a, fs, k, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
                                        noise_multiplier=sigma, batch_size=kw["bs"], epochs=kw["epochs"],
                                        max_grad_norm=kw["C"], lr=kw["lr"], label="task", ema_decay=0.99,
                                        public_rows=len(a))
-                aucs.append(roc_auc_score(y, task_log_probs(net, b[:, :-1], fs)[:, pos]))
+                aucs.append(roc_auc_score(y, classifier_log_probs(net, b[:, :-1], fs)[:, pos]))
             print(json.dumps({**kw, "auc": round(float(np.mean(aucs)), 4), "aucs": [round(x, 4) for x in aucs]}),
                   flush=True)
         return
@@ -99,7 +99,7 @@ def main(argv=None) -> None:
         s.fit(train, schema)
         out = {"seed": seed}
         if args.part == "label-mix":
-            lt = torch.from_numpy(task_log_probs(s.task_, b[:, :-1], fs))
+            lt = torch.from_numpy(classifier_log_probs(s.task_, b[:, :-1], fs))
             with torch.no_grad():
                 lh = torch.log_softmax(s.net_.heads[-1](_one_hot(torch.from_numpy(b[:, :-1]), fs)).double(), 1)
             for w in (0, 0.15, 0.3, 0.5, 0.7, 1.0):

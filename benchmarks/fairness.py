@@ -86,7 +86,8 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="benchmarks/results/fairness")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
-    from dpsyn.privacy.fairness_audit import FairnessAuditConfig, run_fairness_audit
+    from dpsyn.audit.fairness_audit import run_fairness_audit
+    from dpsyn.config import FairnessAuditConfig
 
     spec = DATASETS[args.dataset]
     out = Path(args.out)

@@ -4,7 +4,7 @@
 
 Per (method, ε):
 
-* shadow-model membership inference (dpsyn.privacy.risk.shadow_mia): ``--targets``
+* shadow-model membership inference (dpsyn.audit.risk.shadow_mia): ``--targets``
   target records (half the rarest of the reference data, half at random), each
   included with probability 1/2 in a run of ``--train-rows`` rows; the attack
   learns from ``--shadows`` runs and is scored on ``--eval-runs`` others; TPR at
@@ -49,7 +49,7 @@ def main(argv=None):
     warnings.filterwarnings("ignore")
     from utility import load
 
-    from dpsyn.privacy.risk import attribute_inference, dcr_diagnostic, sensitive_columns, shadow_mia
+    from dpsyn.audit.risk import attribute_inference, dcr_diagnostic, sensitive_columns, shadow_mia
     from dpsyn.synth import create
 
     schema, train, test, _ = load("adult")

@@ -40,8 +40,8 @@ def main(argv=None) -> None:
     warnings.filterwarnings("ignore")
     import utility
 
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.synth import create
-    from dpsyn.synth.encoding import DiscreteEncoder
 
     schema, train, _, _ = utility.load(args.dataset)
     row = {"dataset": args.dataset, "method": args.method, "fit_rows": args.fit_rows, "sample_rows": len(train),

@@ -291,10 +291,10 @@ def _adult_codes(n: int, work: Path):
     import numpy as np
     import pandas as pd
 
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.masking import mask_table
-    from dpsyn.scale import plan_partitions, read_partition
+    from dpsyn.pipeline.partition import plan_partitions, read_partition
     from dpsyn.schema import load_schema
-    from dpsyn.synth.encoding import DiscreteEncoder
 
     data, schema_path = _table(n, work)
     schema = load_schema(str(schema_path))

@@ -106,10 +106,10 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive, ema_
     import torch
     from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.privacy import NoiseSource, PrivacyAccountant
+    from dpsyn.synth.classifier import classifier_log_probs, train_classifier
     from dpsyn.synth.dpsgd import steps_and_rate
-    from dpsyn.synth.encoding import DiscreteEncoder
-    from dpsyn.synth.task import task_log_probs, train_task_model
 
     enc = DiscreteEncoder(schema)
     a, b = enc.encode(train), enc.encode(test)
@@ -120,14 +120,14 @@ def run_dpsgd_direct(kind, schema, train, test, eps, delta, seed, positive, ema_
     sigma = acct.calibrate(sample_rate=q, steps=steps, label=kind)
     torch.manual_seed(seed)
     t0 = time.time()
-    net = train_task_model(
+    net = train_classifier(
         a, fs, k, hidden=0 if kind == "dpsgd_lr" else 64, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
         noise_multiplier=sigma, batch_size=bs, epochs=epochs, max_grad_norm=1.0,
         lr=0.05 if kind == "dpsgd_lr" else 0.01, label=kind, ema_decay=ema_decay,
         public_rows=len(a),  # a baseline, not a dpsyn release: it is given the exact count (favours it)
     )
     fit_s = time.time() - t0
-    p = np.exp(task_log_probs(net, b[:, :-1], fs))
+    p = np.exp(classifier_log_probs(net, b[:, :-1], fs))
     pos = list(enc.columns[-1].labels).index(positive)
     y = (b[:, -1] == pos).astype(int)
     score = {"accuracy": float(accuracy_score(y, p[:, pos] >= 0.5)), "roc_auc": float(roc_auc_score(y, p[:, pos])),

@@ -63,7 +63,7 @@ def load_base(kind: str, seed: int):
     if kind == "real":
         return schema, train, train, test
     if kind == "decoded":
-        from dpsyn.synth.encoding import DiscreteEncoder
+        from dpsyn.encoding import DiscreteEncoder
 
         enc = DiscreteEncoder(schema)
         return schema, enc.decode(enc.encode(train), rng=np.random.default_rng(seed)), train, test

@@ -1,4 +1,4 @@
-"""Run configurations, shared by the CLI, the Prefect flows and prefect.yaml parameters.
+"""Every run configuration (one per flow), shared by the CLI, the Prefect flows and prefect.yaml parameters.
 
 A configuration holds paths and settings only, never data: it is stored by
 Prefect as the flow run's parameters and by MLflow as the run's params.
@@ -8,26 +8,63 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpsyn.drift import DriftConfig
 from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.privacy import PrivacyConfig
-from dpsyn.scale.config import ScaleConfig
 from dpsyn.validation import ValidationConfig
 from dpsyn.watermark import WatermarkConfig
+from dpsyn.watermark.statistical import DEFAULT_ALPHA
 
 __all__ = [
-    "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "MaskConfig", "PrivacyConfig", "ScaleConfig", "ScrubConfig",
-    "SynthesizeConfig", "ValidationConfig", "WatermarkConfig",
+    "AuditConfig", "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "FairnessAuditConfig", "MaskConfig",
+    "PrivacyConfig", "ScaleConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig", "WatermarkConfig",
 ]
 
 
+class ScaleConfig(BaseModel):
+    """How a run splits its input and where the partitions' tasks run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition_rows: int = Field(
+        default=100_000, ge=0,
+        description="Rows per partition (Parquet: whole row groups up to about this many rows); 0: the whole "
+        "table is one partition. Peak memory of the scrub, mask and gate-statistics stages grows with this.")
+    dask: bool | None = Field(
+        default=None,
+        description="Run the partitions' tasks on Dask (prefect-dask's DaskTaskRunner). None: only when the input "
+        "has more than one partition; false: never (Prefect's default thread-pool runner).")
+    dask_address: str | None = Field(
+        default=None,
+        description="Address of a running Dask scheduler (e.g. tcp://scheduler:8786); None: a temporary "
+        "LocalCluster for the run.")
+    n_workers: int = Field(default=1, ge=1, le=256, description="Workers of the temporary LocalCluster.")
+    threads_per_worker: int = Field(default=1, ge=1, le=64, description="Threads per LocalCluster worker.")
+    processes: bool = Field(
+        default=False,
+        description="LocalCluster workers as processes. Each worker process then talks to the Prefect API itself: "
+        "set PREFECT_API_URL to a running Prefect server, or every worker starts a temporary one (slow). "
+        "CPU parallelism of PII scrubbing comes from its own worker processes (ScrubConfig.n_process) either way.")
+    memory_limit: str | None = Field(
+        default=None, description="Memory limit per LocalCluster worker (Dask syntax, e.g. '2GiB'); None: Dask's default.")
+
+    def cluster_kwargs(self) -> dict:
+        """Keyword arguments of the temporary ``distributed.LocalCluster``."""
+        # the scheduler's HTTP server (health, dashboard) on a free port of this host only
+        kw = {"n_workers": self.n_workers, "threads_per_worker": self.threads_per_worker,
+              "processes": self.processes, "dashboard_address": "127.0.0.1:0"}
+        if self.memory_limit is not None:
+            kw["memory_limit"] = self.memory_limit
+        return kw
+
+
 class BudgetConfig(BaseModel):
-    """The dataset's lifetime privacy budget (dpsyn/budget): every run reserves its ε before reading data."""
+    """The dataset's lifetime privacy budget (dpsyn/privacy/budget): every run reserves its ε before reading data."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -99,3 +136,67 @@ class DriftMonitorConfig(BaseModel):
     drift: DriftConfig = Field(default_factory=DriftConfig)
     retrain: bool = Field(default=True, description="Run `synthesize` on the new batch when drift is found.")
     experiment: str = Field(default="dpsyn-drift", description="MLflow experiment of the drift checks.")
+
+
+class FairnessAuditConfig(BaseModel):
+    """One fairness audit: data, group, model, training method, budget, rounds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: Path = Field(description="The sensitive table (CSV or Parquet). Never modified.")
+    table_schema: str = Field(description="A schema YAML path, or the name of a shipped schema.")
+    group: str = Field(description="Categorical (or binned numeric) column whose values are the groups.")
+    test: Path | None = Field(default=None, description="Held-out real rows for utility; default: a seeded split.")
+    model: Literal["task", "dpdsyn"] = Field(default="task", description="task: the DP task model; dpdsyn: the synthesizer.")
+    method: Literal["dpsgd", "dpsgd-s"] = Field(default="dpsgd", description="dpsgd-s: group-adaptive clipping.")
+    compare: bool = Field(default=False, description="Flow and CLI: audit the other method too, side by side.")
+    epsilon: float = Field(default=10.0, gt=0)
+    delta: float | None = Field(default=None, gt=0, lt=1, description="Default: 1/(10 n) of the training rows.")
+    rounds: int = Field(default=20, ge=2, le=10000, description="R: 2R models are trained.")
+    rows: int | None = Field(default=2000, ge=20, description="Training rows drawn for the audit (None: all).")
+    audit_rows: int | None = Field(default=None, ge=2, description="Rows whose membership is randomised (None: all).")
+    holdout_share: float = Field(default=0.2, gt=0, lt=1)
+    positive: str | None = Field(default=None, description="Target value scored as positive (default: the last).")
+    min_group_rows: int = Field(default=10, ge=1, description="Smaller groups are reported but left out of Δ.")
+    seed: int = 0
+    accountant: Literal["prv", "rdp"] = Field(default="prv", description="Opacus accountant of every audited model.")
+    secure_rng: bool = Field(default=False, description="CSPRNG noise (slower); the audit's models are never released.")
+    # the task model (a DP logistic regression over the public one-hot encoding, as in dpdsyn)
+    threads: int = Field(default=1, ge=1, description="torch threads (small models run fastest on one).")
+    epochs: int = Field(default=20, ge=1)
+    batch_size: int = Field(default=128, ge=8)
+    lr: float = Field(default=0.05, gt=0)
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    group_clip: dict[str, Any] = Field(default_factory=dict, description="GroupClipConfig settings other than column.")
+    synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="dpdsyn settings (model dpdsyn).")
+    experiment: str = Field(default="dpsyn-fairness", description="MLflow experiment (flow only).")
+    population: str | None = Field(
+        default=None, description="The population the rows belong to (default: the schema's `population`, else its "
+        "name): the flow records the audit's non-DP read in its budget ledger.")
+    ledger_url: str | None = Field(default=None, description="Budget ledger (default $DPSYN_BUDGET_URL).")
+
+    @field_validator("group_clip")
+    @classmethod
+    def _valid_group_clip(cls, v: dict[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        from dpsyn.synth.group_clip import GroupClipConfig
+
+        try:  # unknown keys and bad values fail here, before any model is trained
+            GroupClipConfig(column="_", **v)
+        except ValidationError as e:
+            raise ValueError("; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())) from None
+        return v
+
+
+class AuditConfig(BaseModel):
+    """The ``audit`` flow's one parameter: which files to check, against which ledger."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[Path] = Field(min_length=1, description="Synthetic files (CSV or Parquet) to verify.")
+    table_schema: str | None = Field(default=None, description="Schema name or YAML path for the statistical test.")
+    ledger_url: str | None = Field(default=None, description="sqlite:///PATH of the lineage ledger.")
+    alpha: float = Field(default=DEFAULT_ALPHA, gt=0, lt=1, description="Significance level of the statistical test.")
+    key_block: str | None = Field(default=None, description="A Prefect Secret block holding an extra key (hex).")
+    fail_if_not_ours: bool = Field(default=False, description="Fail the flow run when a file carries no mark of ours.")

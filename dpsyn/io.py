@@ -89,7 +89,7 @@ def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: in
                     header_lines: int = 0) -> pd.DataFrame:
     """Parse CSV bytes of ``p`` as ``schema`` declares (raw strings; see :func:`coerce_to_schema`).
 
-    For a part of a file (:mod:`dpsyn.scale`), ``raw`` is the file's header lines followed by a run of
+    For a part of a file (:mod:`dpsyn.pipeline.partition`), ``raw`` is the file's header lines followed by a run of
     whole records; line numbers past the first ``header_lines`` lines are shifted by ``line_offset`` so that
     messages name the line in the file.
     """

@@ -14,19 +14,25 @@ from typing import Annotated
 
 import typer
 
-EXIT_OK, EXIT_CHECK = 0, 1
+from dpsyn_cli.common import (
+    EXIT_CHECK,
+    EXIT_OK,
+    JsonOpt,
+    LedgerOpt,
+    VerboseOpt,
+    handle,
+    set_env_defaults,
+)
 
 PathArg = Annotated[Path, typer.Argument(help="A synthetic file (CSV or Parquet), whole or a fragment.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 SchemaOpt = Annotated[
     str | None,
     typer.Option("--schema", help="Schema name or YAML path for the statistical test (default: those of recorded runs)."),
 ]
-LedgerOpt = Annotated[
+LineageOpt = Annotated[
     str | None, typer.Option("--ledger", help="Lineage ledger: sqlite:///PATH or a file (default $DPSYN_HOME/lineage.db).")
 ]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level of the statistical test.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
 
 
 def _lineage_lines(lin) -> list[str]:
@@ -76,9 +82,8 @@ def _print_trace(t, *, as_json: bool) -> None:
 
 def _run(kind: str, path, *, row=None, schema, ledger, alpha, as_json: bool, verbose: bool):
     """trace_file (kind "trace") or verify_file ("verify") with the CLI's error handling."""
-    from dpsyn_cli.main import _handle, _set_env_defaults
 
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
 
     def go():
         from dpsyn.lineage import Ledger, trace_file, verify_file
@@ -88,19 +93,17 @@ def _run(kind: str, path, *, row=None, schema, ledger, alpha, as_json: bool, ver
             return verify_file(path, ledger=Ledger(ledger), schema=schema, alpha=alpha)
         return trace_file(path, row, ledger=Ledger(ledger), schema=schema, alpha=alpha)
 
-    return _handle(go, as_json=as_json, verbose=verbose)
+    return handle(go, as_json=as_json, verbose=verbose)
 
 
 PopulationOpt = Annotated[str | None, typer.Option(
     "--population", help="The population the real rows belong to (default: the schema's `population`, else its "
                          "name): the read is recorded in its budget ledger as a non-DP access.")]
-LedgerOpt = Annotated[str | None, typer.Option(
-    "--ledger", help="Budget ledger (default $DPSYN_BUDGET_URL, else $DPSYN_HOME/budget.db).")]
 
 
 def record_owner_access(ledger: str | None, population: str | None, schema, tool: str, note: str) -> None:
     """Owner tools read real rows without DP: record the access before reading, so the budget ledger shows it."""
-    from dpsyn.budget import BudgetLedger
+    from dpsyn.privacy.budget import BudgetLedger
 
     BudgetLedger(ledger).record_access(population or schema.population or schema.name, tool, note)
 
@@ -115,7 +118,7 @@ def register(app: typer.Typer) -> None:
         path: PathArg,
         row: Annotated[int | None, typer.Option("--row", help="Trace only this data row (0-based).")] = None,
         schema: SchemaOpt = None,
-        ledger: LedgerOpt = None,
+        ledger: LineageOpt = None,
         alpha: AlphaOpt = 1e-3,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
@@ -129,7 +132,7 @@ def register(app: typer.Typer) -> None:
     def verify(
         path: PathArg,
         schema: SchemaOpt = None,
-        ledger: LedgerOpt = None,
+        ledger: LineageOpt = None,
         alpha: AlphaOpt = 1e-3,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
@@ -176,15 +179,14 @@ def register(app: typer.Typer) -> None:
         Reads real rows without noise: a review tool for the data owner, its output is not a DP release. The
         read is recorded in the population's budget ledger as a non-DP access (``dpsyn budget show``).
         """
-        from dpsyn_cli.main import _handle, _set_env_defaults
 
-        _set_env_defaults(verbose)
+        set_env_defaults(verbose)
 
         def go():
+            from dpsyn.audit.risk import attribute_inference, dcr_diagnostic
             from dpsyn.io import coerce_to_schema, read_table
             from dpsyn.lineage import read_any
             from dpsyn.masking import mask_table
-            from dpsyn.privacy.risk import attribute_inference, dcr_diagnostic
             from dpsyn.schema import load_schema
             from dpsyn.watermark import WM_COLUMN, strip_text_codes
 
@@ -197,7 +199,7 @@ def register(app: typer.Typer) -> None:
             syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
             return attribute_inference(a, h, syn, sch, sensitive or None), dcr_diagnostic(a, h, syn, sch)
 
-        attrs, dcr = _handle(go, as_json=as_json, verbose=verbose)
+        attrs, dcr = handle(go, as_json=as_json, verbose=verbose)
         if as_json:
             typer.echo(json.dumps({"attributes": [x.model_dump() for x in attrs], "dcr": dcr.model_dump()}))
             raise typer.Exit(EXIT_OK)
@@ -239,13 +241,13 @@ def register(app: typer.Typer) -> None:
         Trains 2R + 1 models on the private rows: a review tool for the data owner; its output is per-group
         aggregates, not a DP release (docs/privacy.md).
         """
-        from dpsyn_cli.main import _handle, _set_env_defaults
 
-        _set_env_defaults(verbose)
+        set_env_defaults(verbose)
 
         def go():
+            from dpsyn.audit.fairness_audit import run_fairness_audit
+            from dpsyn.config import FairnessAuditConfig
             from dpsyn.errors import ConfigError
-            from dpsyn.privacy.fairness_audit import FairnessAuditConfig, run_fairness_audit
 
             if method not in ("dpsgd", "dpsgd-s", "both"):
                 raise ConfigError(f"--method must be dpsgd, dpsgd-s or both (got '{method}')")
@@ -269,9 +271,9 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"bad option: {bad}") from None
             return [run_fairness_audit(c) for c in configs]
 
-        results = _handle(go, as_json=as_json, verbose=verbose)
+        results = handle(go, as_json=as_json, verbose=verbose)
         if plot is not None:
-            from dpsyn.privacy.fairness import plot_group_risk
+            from dpsyn.audit.fairness import plot_group_risk
 
             names = {"dpsgd": "DP-SGD", "dpsgd-s": "DP-SGD-S"}
             plot_group_risk({names[r.config["method"]]: r.risk for r in results}, plot)

@@ -14,15 +14,16 @@ from typing import Annotated
 
 import typer
 
+from dpsyn_cli.common import (
+    JsonOpt,
+    LedgerOpt,
+    VerboseOpt,
+    handle,
+    set_env_defaults,
+)
+
 __all__ = ["register"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
-LedgerOpt = Annotated[
-    str | None,
-    typer.Option("--ledger", help="Budget ledger: sqlite:///PATH or a file (default $DPSYN_BUDGET_URL, "
-                                  "else $DPSYN_HOME/budget.db)."),
-]
 
 
 def _num(x: float | None, fmt: str = ".4g") -> str:
@@ -106,17 +107,16 @@ def register(app: typer.Typer) -> None:
         verbose: VerboseOpt = False,
     ) -> None:
         """Print each population's cap, spent, reserved and remaining ε and δ, and the runs behind them."""
-        from dpsyn_cli.main import _handle, _set_env_defaults
 
-        _set_env_defaults(verbose)
+        set_env_defaults(verbose)
 
         def go():
-            from dpsyn.budget import BudgetLedger
+            from dpsyn.privacy.budget import BudgetLedger
 
             led = BudgetLedger(ledger)
             return led, led.status(population)
 
-        led, pops = _handle(go, as_json=as_json, verbose=verbose)
+        led, pops = handle(go, as_json=as_json, verbose=verbose)
         if as_json:
             typer.echo(json.dumps({"ledger": str(led.path), "populations": [p.model_dump(mode="json") for p in pops]}))
         else:
@@ -134,18 +134,17 @@ def register(app: typer.Typer) -> None:
         verbose: VerboseOpt = False,
     ) -> None:
         """Set a population's lifetime privacy cap (raising it is a decision for the data owner)."""
-        from dpsyn_cli.main import _handle, _set_env_defaults
 
-        _set_env_defaults(verbose)
+        set_env_defaults(verbose)
 
         def go():
-            from dpsyn.budget import BudgetLedger
+            from dpsyn.privacy.budget import BudgetLedger
 
             led = BudgetLedger(ledger)
-            led.set_cap(population, epsilon, delta)
+            led.set_cap(population, epsilon=epsilon, delta=delta)
             return led, led.status(population)[0]
 
-        led, p = _handle(go, as_json=as_json, verbose=verbose)
+        led, p = handle(go, as_json=as_json, verbose=verbose)
         if as_json:
             typer.echo(json.dumps({"ledger": str(led.path), **p.model_dump(mode="json", exclude={"runs"})}))
         else:

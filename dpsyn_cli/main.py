@@ -12,7 +12,6 @@ after the environment defaults below are set, so ``dpsyn --help`` is fast.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -20,6 +19,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from dpsyn_cli.common import (
+    JsonOpt,
+    VerboseOpt,
+    handle,
+    set_env_defaults,
+)
 
 app = typer.Typer(
     name="dpsyn",
@@ -29,56 +35,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXIT_OK, EXIT_CHECK, EXIT_INPUT = 0, 1, 2
-
-
-def _set_env_defaults(verbose: bool = False) -> None:
-    """Embedded defaults: everything under one dpsyn home, nothing reaching the network."""
-    from dpsyn.home import dpsyn_home, prefect_home
-
-    home = dpsyn_home()
-    os.environ.setdefault("DPSYN_HOME", str(home))
-    if not os.environ.get("PREFECT_API_URL"):
-        os.environ.setdefault("PREFECT_HOME", str(prefect_home()))
-        Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "dpsyn")
-    os.environ.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
-    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-    if not verbose:
-        import logging
-
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
-        logging.getLogger("alembic").setLevel(logging.WARNING)
-        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-        os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
-
-
-def _fail(message: str, code: int, *, as_json: bool) -> typer.Exit:
-    if as_json:
-        typer.echo(json.dumps({"error": message, "exit_code": code}))
-    else:
-        typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
 def _preflight(config) -> None:
-    """Check the inputs before anything starts: schema, data file, output folder."""
-    from dpsyn.io import check_output_dir
-    from dpsyn.scale import plan_partitions, read_partition
-    from dpsyn.schema import load_schema
-    from dpsyn.synth import get_class
+    """Check the inputs before anything starts: schema, data file, output folder (dpsyn.pipeline.check_input)."""
+    from dpsyn.pipeline.check_input import check_input
 
-    schema = load_schema(config.table_schema)
-    rows = 0 if config.mask.k is not None else config.scale.partition_rows
-    for part in plan_partitions(config.data, schema, rows):  # one partition in memory at a time
-        read_partition(config.data, schema, part)
-    get_class(config.synthesizer)
-    check_output_dir(Path(config.out).absolute(), overwrite=config.overwrite)
+    check_input(config)
 
 
 def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
@@ -120,32 +81,6 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
             set_reporter(previous)
 
 
-def _handle(fn, *, as_json: bool, verbose: bool):
-    from dpsyn.errors import DpsynError
-
-    try:
-        return fn()
-    except DpsynError as e:
-        if verbose:
-            import traceback
-
-            traceback.print_exc()
-        raise _fail(str(e), e.exit_code, as_json=as_json) from None
-    except typer.Exit:
-        raise
-    except KeyboardInterrupt:
-        raise _fail("interrupted; nothing was published", EXIT_CHECK, as_json=as_json) from None
-    except Exception as e:  # an unexpected failure: say what kind, never echo its text (it may hold values)
-        if verbose:
-            import traceback
-
-            traceback.print_exc()
-        raise _fail(
-            f"the run failed with {type(e).__name__}; nothing was published (rerun with --verbose for details)",
-            EXIT_CHECK, as_json=as_json,
-        ) from None
-
-
 def _print_result(result: dict, *, as_json: bool, started: float) -> None:
     summary = {
         "output": result["output"],
@@ -174,9 +109,8 @@ def _print_result(result: dict, *, as_json: bool, started: float) -> None:
 
 
 EpsOpt = Annotated[float, typer.Option("--epsilon", help="Total privacy budget ε for the run (> 0).")]
-DeltaOpt = Annotated[float | None, typer.Option("--delta", help="δ; default: a power of ten ≤ 1/(10·rows).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Prefect logs and tracebacks.")]
+DeltaOpt = Annotated[float | None, typer.Option(
+    "--delta", help="δ; default: a power of ten ≤ 1/(10·N) for the schema's public population size N, else 1e-6.")]
 
 
 def _make_config(**kw):
@@ -203,15 +137,12 @@ def run(
     synthesizer: Annotated[str, typer.Option("--synthesizer", help="Synthesizer name.")] = "dpgen",
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs (synthesizer setting).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty output folder.")] = False,
-    insecure_rng: Annotated[
-        bool, typer.Option("--insecure-rng", help="Seeded, non-cryptographic noise (tests only).")
-    ] = False,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Synthesize a DP table from DATA and publish it at OUT if the validation gate passes."""
     started = time.time()
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
 
     def go():
         if not epsilon > 0:
@@ -221,12 +152,12 @@ def run(
         cfg = _make_config(
             data=data, table_schema=schema, out=out, overwrite=overwrite, synthesizer=synthesizer,
             synthesizer_config={"epochs": epochs} if epochs else {},
-            privacy={"epsilon": epsilon, "delta": delta, "secure_rng": not insecure_rng},
+            privacy={"epsilon": epsilon, "delta": delta},
         )
         _preflight(cfg)
         return _run_flow(cfg, as_json=as_json, verbose=verbose)
 
-    result = _handle(go, as_json=as_json, verbose=verbose)
+    result = handle(go, as_json=as_json, verbose=verbose)
     _print_result(result, as_json=as_json, started=started)
 
 
@@ -240,7 +171,7 @@ def demo(
 ) -> None:
     """Run the whole pipeline on a shipped Adult sample with seeded fake identifiers."""
     started = time.time()
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
 
     def go():
         from dpsyn.demo import build_demo_input
@@ -263,7 +194,7 @@ def demo(
             _preflight(cfg)
             return _run_flow(cfg, as_json=as_json, verbose=verbose)
 
-    result = _handle(go, as_json=as_json, verbose=verbose)
+    result = handle(go, as_json=as_json, verbose=verbose)
     _print_result(result, as_json=as_json, started=started)
 
 

@@ -18,10 +18,16 @@ from typing import Annotated
 
 import typer
 
+from dpsyn_cli.common import (
+    EXIT_INPUT,
+    JsonOpt,
+    VerboseOpt,
+    fail,
+    set_env_defaults,
+)
+
 __all__ = ["models", "register"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
 
 
 def _shown_uri(uri: str) -> str:
@@ -75,9 +81,8 @@ def models(
     verbose: VerboseOpt = False,
 ) -> None:
     """List registered dpsyn models and their versions (ε, δ, cumulative ε, gate, batch, aliases)."""
-    from dpsyn_cli.main import EXIT_INPUT, _fail, _set_env_defaults
 
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
     # a listing should fail fast on an unreachable server rather than retry for minutes
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
@@ -88,7 +93,7 @@ def models(
     if _missing_sqlite_store(uri):
         found: list[dict] = []
         if name is not None:
-            raise _fail(f"no registered model named {name!r} (no MLflow store at {shown})", EXIT_INPUT,
+            raise fail(f"no registered model named {name!r} (no MLflow store at {shown})", EXIT_INPUT,
                         as_json=as_json)
     else:
         import warnings
@@ -106,8 +111,8 @@ def models(
 
                 traceback.print_exc()
             if name is not None and getattr(e, "error_code", None) == "RESOURCE_DOES_NOT_EXIST":
-                raise _fail(f"no registered model named {name!r} in {shown}", EXIT_INPUT, as_json=as_json) from None
-            raise _fail(f"cannot read the MLflow tracking store at {shown} ({type(e).__name__}; "
+                raise fail(f"no registered model named {name!r} in {shown}", EXIT_INPUT, as_json=as_json) from None
+            raise fail(f"cannot read the MLflow tracking store at {shown} ({type(e).__name__}; "
                         "check MLFLOW_TRACKING_URI or DPSYN_HOME)", EXIT_INPUT, as_json=as_json) from None
     if as_json:
         typer.echo(json.dumps({"tracking_uri": shown, "models": found}))

@@ -24,12 +24,18 @@ from typing import Annotated
 
 import typer
 
+from dpsyn_cli.common import (
+    EXIT_CHECK,
+    EXIT_INPUT,
+    JsonOpt,
+    VerboseOpt,
+    fail,
+    handle,
+    set_env_defaults,
+)
+
 __all__ = ["register", "scan", "scrub"]
 
-EXIT_CHECK, EXIT_INPUT = 1, 2
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="PII settings (YAML or JSON of dpsyn.pii.ScrubConfig: operators, column_operators, ...)."),
@@ -72,15 +78,14 @@ def scrub(
     verbose: VerboseOpt = False,
 ) -> None:
     """Scrub PII from DATA and apply the schema's masking; write the result to OUT."""
-    from dpsyn_cli.main import _fail, _handle, _set_env_defaults
 
     started = time.time()
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
     dest = Path(out)
     if dest.suffix.lower() not in (".csv", ".parquet", ".pq"):
-        raise _fail(f"--out must end in .csv or .parquet: {dest.name}", EXIT_INPUT, as_json=as_json)
+        raise fail(f"--out must end in .csv or .parquet: {dest.name}", EXIT_INPUT, as_json=as_json)
     if dest.exists() and (dest.is_dir() or not overwrite):
-        raise _fail(f"output exists: {dest} (pass --overwrite to replace a file)", EXIT_INPUT, as_json=as_json)
+        raise fail(f"output exists: {dest} (pass --overwrite to replace a file)", EXIT_INPUT, as_json=as_json)
 
     def go() -> dict:
         from dpsyn.io import read_table, write_table
@@ -108,7 +113,7 @@ def scrub(
             "mask": mask_dict,
         }
 
-    result = _handle(go, as_json=as_json, verbose=verbose)
+    result = handle(go, as_json=as_json, verbose=verbose)
     result["seconds"] = round(time.time() - started, 1)
     if as_json:
         typer.echo(json.dumps(result, default=str))
@@ -142,13 +147,12 @@ def scan(
     verbose: VerboseOpt = False,
 ) -> None:
     """Search files and folders for PII; exit 1 if any is found. Prints where, never what."""
-    from dpsyn_cli.main import _fail, _handle, _set_env_defaults
 
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
     if max_rows is not None and max_rows < 1:
-        raise _fail("--max-rows must be at least 1", EXIT_INPUT, as_json=as_json)
+        raise fail("--max-rows must be at least 1", EXIT_INPUT, as_json=as_json)
     if person_scope is not None and person_scope not in ("columns", "text", "all", "none"):
-        raise _fail("--person-scope must be one of: columns, text, all, none", EXIT_INPUT, as_json=as_json)
+        raise fail("--person-scope must be one of: columns, text, all, none", EXIT_INPUT, as_json=as_json)
 
     def go():
         from dpsyn.pii.scan import ScanConfig, scan_paths
@@ -159,7 +163,7 @@ def scan(
             cfg = ScanConfig.model_validate({**cfg.model_dump(), **update})
         return scan_paths(list(paths), config=cfg)
 
-    rep = _handle(go, as_json=as_json, verbose=verbose)
+    rep = handle(go, as_json=as_json, verbose=verbose)
     if as_json:
         typer.echo(json.dumps({**rep.to_dict(), "clean": rep.clean}))
     else:

@@ -15,6 +15,10 @@ from typing import Annotated
 
 import typer
 
+from dpsyn_cli.common import (
+    handle,
+)
+
 __all__ = ["register"]
 
 
@@ -46,14 +50,13 @@ def register(app: typer.Typer) -> None:
         column names and at most ROWS rows. No value, bound or category of the
         data is printed: fill the TODO placeholders from public documentation.
         """
-        from dpsyn_cli.main import _handle
 
         def go() -> str:
             from dpsyn.schema_suggest import suggest_schema
 
             return suggest_schema(data, header=header, sep=sep, rows=rows)
 
-        text = _handle(go, as_json=False, verbose=verbose)
+        text = handle(go, as_json=False, verbose=verbose)
         typer.echo(text, nl=False)
 
     app.add_typer(schema_app, name="schema")

@@ -17,10 +17,18 @@ from typing import Annotated
 
 import typer
 
+from dpsyn_cli.common import (
+    EXIT_CHECK,
+    EXIT_INPUT,
+    JsonOpt,
+    VerboseOpt,
+    fail,
+    handle,
+    set_env_defaults,
+)
+
 __all__ = ["register", "validate"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
 
 
 def validate(
@@ -47,14 +55,13 @@ def validate(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run the validation gate; exit 1 if any check fails, listing each."""
-    from dpsyn_cli.main import EXIT_CHECK, EXIT_INPUT, _fail, _handle, _set_env_defaults
 
-    _set_env_defaults(verbose)
+    set_env_defaults(verbose)
     if epsilon <= 0:
-        raise _fail("--epsilon must be > 0", EXIT_INPUT, as_json=as_json)
+        raise fail("--epsilon must be > 0", EXIT_INPUT, as_json=as_json)
     for p, what in ((real, "--real"), (synthetic, "--synthetic")):
         if not p.is_file():
-            raise _fail(f"{what} file not found: {p}", EXIT_INPUT, as_json=as_json)
+            raise fail(f"{what} file not found: {p}", EXIT_INPUT, as_json=as_json)
 
     def go():
         import warnings
@@ -75,7 +82,7 @@ def validate(
             return validate_files(real, synthetic, table, cfg, epsilon=epsilon, delta=delta, population=pop,
                                   ledger_url=ledger)
 
-    rep, privacy = _handle(go, as_json=as_json, verbose=verbose)
+    rep, privacy = handle(go, as_json=as_json, verbose=verbose)
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(rep.to_html(title=f"dpsyn validate: {Path(synthetic).name}", context={

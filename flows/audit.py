@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from dpsyn.lineage import AuditConfig
+from dpsyn.config import AuditConfig
 from tasks import audit as audit_tasks
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from dpsyn.privacy.fairness_audit import FairnessAuditConfig
+from dpsyn.config import FairnessAuditConfig
 from tasks import budget as budget_tasks
 from tasks import fairness as fairness_tasks
 

@@ -1,119 +1,50 @@
-"""The ``synthesize`` flow: scrub → mask → DP synthesis → watermark → validate → publish → record.
+"""The ``synthesize`` flow: scrub → mask → noisy counts → DP synthesis → watermark → gate → record → publish.
 
-Scrubbing, masking and the gate's real-side counts run per partition of the
-input, on Dask for a multi-partition input (flows/partitioned.py).
-
-One pydantic config is the only parameter, so a bad parameter fails before
-the run starts and renders as a form in the Prefect UI. Tasks exchange file
-references in a private work folder that is removed when the flow ends. The
-gate decides publication: a failing gate publishes nothing but the spent ε
-is still recorded in MLflow. Every run that reaches the gate becomes a version
-of the registered model (tag ``gate_passed``); the alias ``champion`` moves to
-it only when the gate passed and the release was published.
+It composes tasks only: each is one stage of :mod:`dpsyn.pipeline` (``tasks/stages.py``) or one MLflow call
+(``tasks/tracking.py``). One pydantic config is the only parameter, so a bad parameter fails before the run
+starts and renders as a form in the Prefect UI. A run that stops anywhere (a failed gate included) is closed by
+the failure hook (``tasks/hooks.py``: budget, MLflow, work folder). Every run that reaches the gate becomes a
+version of the registered model; the alias ``champion`` moves to it only when the gate passed and the release
+was published. ``dpsyn.pipeline.run`` runs the same stages without Prefect.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from prefect import flow
 
 from dpsyn.config import SynthesizeConfig
-from dpsyn.errors import GateFailedError
 from flows import partitioned
-from tasks import audit as audit_tasks
-from tasks import budget as budget_tasks
-from tasks import stages
+from tasks import artifacts, hooks, stages
 from tasks import tracking as mlf
 
+HOOKS = dict(on_failure=[hooks.abort_run], on_crashed=[hooks.abort_run], on_cancellation=[hooks.abort_run])
 
-@flow(name="synthesize", log_prints=False, persist_result=False, validate_parameters=True)
+
+@flow(name="synthesize", log_prints=False, persist_result=False, validate_parameters=True, **HOOKS)
 def synthesize(config: SynthesizeConfig) -> dict:
     """Make a DP synthetic table from ``config.data`` and publish it at ``config.out`` if the gate passes."""
-    from dpsyn.schema import load_schema
-
-    schema = load_schema(config.table_schema)
-    guarantee = stages.check_guarantee(config)  # refuses insecure noise and non-DP masking before anything runs
-    # write-ahead: the run's whole ε and δ are reserved in the population's lifetime budget before any data is read
-    population = budget_tasks.population_of(config.budget, schema)
-    delta = config.privacy.resolved_delta(schema.population_size)
-    key = budget_tasks.run_key("synthesize")
-    budget_tasks.reserve(config.budget, population, key, config.privacy.epsilon, delta, purpose="synthesize",
-                         note=f"data {Path(config.data).name}")
-    work = stages.make_workdir()
-    run_id = mlf.start_run_task(config, {
-        "dpsyn.flow": "synthesize", "dpsyn.data_file": Path(config.data).name,
-        "dpsyn.data_path": str(Path(config.data).absolute()), "dpsyn.population": population,
-        "dpsyn.neighbouring": guarantee["neighbouring"], "dpsyn.guarantee": guarantee["statement"]})
-    status = "FAILED"
-    privacy_logged = settled = False
-    try:
-        budget_tasks.mark_read(config.budget, key)
-        batch = partitioned.prepare(config, work)  # scrub → mask → real-side counts, per partition (Dask)
-        counts = stages.release_counts(config, work)  # the noisy row counts: every size below comes from them
-        fit_summary = stages.fit(config, work)
-        stages.sample(config, work)
-        wm = stages.watermark(config, work, batch["batch_id"], run_id)
-        report = stages.validate(config, work)
-        privacy = stages.privacy_summary(work)
-        mlf.log_privacy_task(run_id, privacy)
-        privacy_logged = True
-        budget_tasks.settle(config.budget, key, privacy, note=f"mlflow run {run_id}")
-        settled = True
-        lifetime = budget_tasks.status(config.budget, population)
-        training_batch = {"batch_id": batch["batch_id"], "source": batch["source"],
-                          "rows_estimate": stages.count_estimate(counts),
-                          "window_start": config.batch_window_start, "window_end": config.batch_window_end}
-        mlf.log_results_task(
-            run_id, fit_summary=fit_summary, batch=training_batch, validation=report, watermark=wm,
-            report_html=str(Path(work) / stages.REPORT_HTML), ge_docs=str(Path(work) / stages.GE_DOCS),
-            extra_metrics={"cumulative_epsilon": lifetime["spent_epsilon"]},
-        )
-        model_uri = mlf.log_model_task(run_id, str(Path(work) / stages.MODEL))
-        manifest = {
-            "mlflow_run_id": run_id,
-            "schema": config.table_schema,
-            "synthesizer": config.synthesizer,
-            "training_batch": training_batch,
-            "watermark": wm,
-            "epsilon_spent": privacy["epsilon_spent"],
-            "delta": privacy["delta"],
-            "accountant": privacy["accountant"],
-            "guarantee": guarantee,
-            "population": population,
-            "cumulative_epsilon": lifetime["spent_epsilon"],
-            "gate_passed": all(c["passed"] for c in report["checks"]),
-        }
-        registered = None
-        if config.register_model:  # every run that reaches the gate is a version; only a pass moves champion
-            name = config.model_name or f"dpsyn-{schema.name}"
-            version = mlf.register_model_task(run_id, name, {
-                "epsilon": f"{manifest['epsilon_spent']:.6f}", "delta": f"{manifest['delta']:g}",
-                "training_batch": batch["batch_id"], "gate_passed": manifest["gate_passed"],
-            }, model_uri=model_uri, cumulative_epsilon=lifetime["spent_epsilon"])
-            registered = {"name": name, "version": version}
-        if not manifest["gate_passed"]:
-            failed = [c["name"] for c in report["checks"] if not c["passed"]]
-            raise GateFailedError(
-                f"validation gate failed: {', '.join(failed)}; nothing was published", failures=failed
-            )
-        if registered:
-            manifest["model"] = registered
-        if config.versioned_output:  # each model version's data keeps its own folder
-            config = config.model_copy(update={"out": config.out / (f"v{registered['version']}" if registered
-                                                                    else run_id)})
-        published = stages.publish(config, work, manifest)
-        if registered:  # after the release is recorded: the champion always has a published, traceable release
-            mlf.set_champion_task(registered["name"], registered["version"])
-        audit_tasks.mirror_lineage_task(run_id, wm["code"], config.lineage_url)
-        status = "FINISHED"
-        return {**published, **manifest}
-    except BaseException:
-        if not privacy_logged:  # what the accountant recorded before the stop is still logged
-            mlf.log_privacy_task(run_id, stages.privacy_summary(work))
-        if not settled:  # after the read, a stop depends on the data: the whole reservation is charged
-            budget_tasks.settle(config.budget, key, None, note=f"mlflow run {run_id} (stopped)")
-        raise
-    finally:
-        mlf.end_run_task(run_id, status)
-        stages.remove_workdir(work, keep_reports_as=run_id)
+    ctx = stages.begin(config)  # refuses what would break the guarantee; write-ahead budget reservation
+    ctx = mlf.start_run_task(config, ctx)
+    ctx = stages.mark_read(ctx)
+    batch = partitioned.prepare(config, ctx)  # scrub → mask → real-side counts, per partition (Dask)
+    counts = stages.release_counts(config, ctx)  # the noisy row counts: every size below comes from them
+    fit_summary = stages.fit(config, ctx)
+    stages.sample(config, ctx)
+    wm = stages.watermark(config, ctx, batch["batch_id"])
+    report = stages.validate(config, ctx)
+    artifacts.publish_validation_report_task(report)
+    privacy = stages.privacy_summary(ctx)
+    ctx = mlf.log_privacy_task(ctx, privacy)
+    lifetime = stages.settle(ctx, privacy)
+    manifest = stages.build_manifest(config, ctx, batch, counts, wm, privacy, report, lifetime)
+    mlf.log_results_task(ctx, fit_summary=fit_summary, manifest=manifest, validation=report)
+    model_uri = mlf.log_model_task(ctx)
+    registered = mlf.register_model_task(config, ctx, manifest, model_uri) if config.register_model else None
+    stages.check_gate(report)
+    published = stages.publish(config, ctx, manifest, registered)
+    if registered:
+        mlf.set_champion_task(registered)
+    mlf.mirror_lineage_task(ctx, wm["code"], config.lineage_url)
+    mlf.end_run_task(ctx, "FINISHED")
+    stages.finish(ctx)
+    return published

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 
+from prefect import task
+
 logger = logging.getLogger(__name__)
 
 
@@ -47,3 +49,11 @@ def publish_validation_report(report) -> str | None:
     create_table_artifact(key="validation-checks", table=rows, description="Every gate check (DP values).")
     return str(create_markdown_artifact(key="validation-report", markdown=validation_markdown(report),
                                         description="Validation gate verdict"))
+
+
+@task(name="validation-artifacts", persist_result=False)
+def publish_validation_report_task(report: dict) -> str | None:
+    """The gate's verdict and checks as Prefect artifacts (DP values only)."""
+    from dpsyn.validation import ValidationReport
+
+    return publish_validation_report(ValidationReport.model_validate(report))

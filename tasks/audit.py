@@ -8,14 +8,13 @@ returned, only their ids. Results are counts, ids, hashes and p-values.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from dpsyn.errors import InputError
-from dpsyn.lineage import AuditConfig, AuditFailedError, FileTrace, Ledger, Release, lineage_tags, record_release
+from dpsyn.config import AuditConfig
+from dpsyn.lineage import AuditFailedError, FileTrace, Ledger, Release, record_release
 
 QUIET = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -50,36 +49,6 @@ def key_from_block(name: str):
         return WatermarkKey.from_secret(raw.encode())
 
 
-def mirror_lineage(
-    run_id: str,
-    release: Release | dict | str,
-    *,
-    ledger_url: str | None = None,
-    set_tag: Callable[[str, str, str], None] | None = None,
-) -> dict[str, str]:
-    """Set the lineage of a release as tags on its MLflow run; return the tags.
-
-    ``release`` is a :class:`Release`, its dict, or a watermark code to look up
-    in the ledger. ``set_tag`` is an ``MlflowClient().set_tag``-compatible
-    callable; by default tasks.tracking.set_tags (the one MLflow adapter).
-    """
-    if isinstance(release, str):
-        lin = Ledger(ledger_url).get(release)
-        if lin is None:
-            raise InputError(f"watermark code {release} is not in the lineage ledger")
-        release = lin.release
-    rel = Release.model_validate(release)
-    tags = lineage_tags(rel, ledger=ledger_url)
-    if set_tag is None:
-        from tasks.tracking import set_tags
-
-        set_tags(run_id, tags)
-    else:
-        for k, v in tags.items():
-            set_tag(run_id, k, v)
-    return tags
-
-
 @task(name="record-lineage", retries=0, **QUIET)
 def record_lineage_task(release: dict, ledger_url: str | None = None) -> str:
     """Store a release in the ledger (one transaction); return its dataset id."""
@@ -87,12 +56,6 @@ def record_lineage_task(release: dict, ledger_url: str | None = None) -> str:
     dataset_id = record_release(rel, url=ledger_url)
     _logger().info("lineage: recorded dataset %s for run %s", dataset_id, rel.model.run_id)
     return dataset_id
-
-
-@task(name="mirror-lineage", retries=2, retry_delay_seconds=2, **QUIET)
-def mirror_lineage_task(run_id: str, code: str, ledger_url: str | None = None) -> dict[str, str]:
-    """Mirror the ledger's record of ``code`` into MLflow tags on ``run_id``."""
-    return mirror_lineage(run_id, code, ledger_url=ledger_url)
 
 
 def _summary(t: FileTrace) -> dict:

@@ -1,41 +1,37 @@
 """Tasks of the ``monitor_drift`` flow: find the champion's training batch, compare (DP), report.
 
-Each task wraps one dpsyn call or one MLflow look-up; frames stay in the
-run's private work folders (file references only between tasks).
+Each task wraps one call into :mod:`dpsyn.pipeline.drift` (or one MLflow look-up or record); frames stay in the
+run's private work folder.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pandas as pd
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from dpsyn.config import DriftMonitorConfig, SynthesizeConfig
+from dpsyn.config import DriftMonitorConfig
+from dpsyn.pipeline import RunContext
+from dpsyn.pipeline import drift as drift_stages
+from tasks.options import PRIVATE
 
-PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)
 DATA_PATH_TAG = "dpsyn.data_path"  # the training batch's file, set on every synthesize run
-REPORT = "drift_report.json"
-REPORT_HTML = "drift_report.html"
-
-
-def model_name(cfg: SynthesizeConfig, schema_name: str) -> str:
-    return cfg.model_name or f"dpsyn-{schema_name}"
 
 
 @task(name="champion-training-batch", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=5)
-def champion_batch(config: DriftMonitorConfig, schema_name: str) -> dict | None:
-    """The file and content hash of the champion version's training batch (None: no champion yet).
+def champion_batch(config: DriftMonitorConfig) -> dict | None:
+    """The file and random id of the champion version's training batch (None: no champion yet).
 
     An I/O look-up in the MLflow registry, so it may retry.
     """
     if config.reference is not None:
         return {"path": str(config.reference), "batch_id": None, "model": None, "version": None}
+    from dpsyn.pipeline.manifest import model_name
+    from dpsyn.schema import load_schema
     from tasks.tracking import champion_info
 
-    info = champion_info(model_name(config.synthesize, schema_name))
+    info = champion_info(model_name(config.synthesize, load_schema(config.synthesize.table_schema).name))
     if info is None:
         return None
     path = info["run_tags"].get(DATA_PATH_TAG)
@@ -47,46 +43,40 @@ def champion_batch(config: DriftMonitorConfig, schema_name: str) -> dict | None:
             "version": info["version"]}
 
 
+@task(name="begin-drift-check", **PRIVATE)
+def begin(config: DriftMonitorConfig) -> RunContext:
+    """Reserve the check's ε in the population's budget; make the run's work folder (keyed by the flow run)."""
+    from prefect.runtime import flow_run
+
+    return drift_stages.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
+
+
+@task(name="drift-subcontext", **PRIVATE)
+def sub_context(ctx: RunContext, name: str) -> RunContext:
+    return drift_stages.sub_context(ctx, name)
+
+
 @task(name="detect-drift", **PRIVATE)
-def detect(config: DriftMonitorConfig, ref_work: str, cur_work: str, work: str, reference: dict,
-           batches: tuple[dict, dict] | None = None) -> dict:
-    """One DP release comparing the two masked batches; writes the report (JSON, HTML) into ``work``.
+def detect(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> dict:
+    """One DP release comparing the two prepared batches; the report (JSON, HTML) is written to the work folder."""
+    result = drift_stages.detect(config, ctx, reference)
+    get_run_logger().info("drift check: %s", result["summary"])
+    return result
 
-    With the batches' exact counts merged from their partitions (flows/partitioned.py, ``batches`` their
-    summaries) the release is computed from those; otherwise from the masked tables.
-    """
-    from dpsyn.drift import detect_drift_from_statistics, drift_statistics, render_html
-    from dpsyn.privacy import NoiseSource, PrivacyAccountant
-    from dpsyn.schema import load_schema
-    from dpsyn.validation.stats import RealStatistics
-    from tasks.stages import MASKED, REAL_STATISTICS
 
-    schema = load_schema(config.synthesize.table_schema)
+@task(name="budget-settle-drift", **PRIVATE)
+def settle(ctx: RunContext, privacy: dict) -> dict:
+    from dpsyn.pipeline import lifecycle
 
-    def counts(w: str) -> RealStatistics:
-        path = Path(w) / REAL_STATISTICS
-        return RealStatistics.load(path) if path.exists() else drift_statistics(pd.read_parquet(Path(w) / MASKED),
-                                                                                  schema)
+    return lifecycle.settle(ctx, privacy, note="drift check")
 
-    ref, cur = counts(ref_work), counts(cur_work)
-    p = config.synthesize.privacy
-    acct = PrivacyAccountant(epsilon=config.drift.epsilon, delta=p.resolved_delta(schema.population_size),
-                             accountant=p.accountant)
-    rep = detect_drift_from_statistics(ref, cur, schema, config.drift, accountant=acct,
-                                       noise=NoiseSource(secure=p.secure_rng))
-    acct.check()
-    context = {"model": f"{reference.get('model') or '-'} v{reference.get('version') or '-'}",
-               "training batch": Path(reference["path"]).name, "new batch": Path(config.data).name}
-    (Path(work) / REPORT).write_text(rep.model_dump_json(indent=1))
-    (Path(work) / REPORT_HTML).write_text(render_html(rep, context=context))
-    get_run_logger().info("drift check: %s", rep.summary())
-    out = {"drifted": rep.drifted, "summary": rep.summary(), "drifted_columns": rep.drifted_columns,
-           "privacy": acct.summary(), "reference_batch": reference.get("batch_id"),
-           "rows_reference": rep.n_reference, "rows_new": rep.n_current,  # noisy counts (DP)
-           "max_ks": max([c.value for c in rep.columns if c.statistic == "ks"], default=0.0),
-           "max_psi": max([c.value for c in rep.columns if c.statistic == "psi"], default=0.0)}
-    (Path(work) / "drift_summary.json").write_text(json.dumps(out))
-    return out
+
+@task(name="budget-check-retrain", persist_result=False, retries=0)
+def retrain_refusal(config: DriftMonitorConfig, ctx: RunContext, result: dict) -> str | None:
+    """Why a retrain cannot run now (advisory: the retrain's own reservation enforces the cap), or None."""
+    if not (result["drifted"] and config.retrain):
+        return None
+    return drift_stages.retrain_refusal(config, ctx, drift_stages.retrain_config(config).privacy.epsilon)
 
 
 @task(name="drift-artifact", cache_policy=NO_CACHE, persist_result=False)
@@ -107,22 +97,40 @@ def publish_artifact(result: dict, alert: str | None = None) -> None:
     create_markdown_artifact(key="drift-report", markdown="\n".join(lines), description="Drift check verdict")
 
 
-@task(name="mlflow-log-drift", cache_policy=NO_CACHE, persist_result=False)
-def log_drift(config: DriftMonitorConfig, result: dict | None, work: str, *, reference: dict, population: str,
-              alert: str | None = None, status: str = "FINISHED") -> str:
-    """One MLflow run per drift check (experiment ``config.experiment``): verdict, statistics, ε, report files."""
+@task(name="mlflow-start-drift-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
+def start_run(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> RunContext:
+    """One MLflow run per drift check (experiment ``config.experiment``), opened before the read."""
     from tasks import tracking as mlf
 
     run_id = mlf.start_run(config.experiment, {"drift": config.drift.model_dump()}, tags={
-        "mlflow.runName": "monitor-drift", "dpsyn.flow": "monitor_drift", "dpsyn.population": population,
+        "mlflow.runName": "monitor-drift", "dpsyn.flow": "monitor_drift", "dpsyn.population": ctx.population,
         "dpsyn.new_batch_file": Path(config.data).name, "dpsyn.reference_model": str(reference.get("model")),
-        "dpsyn.reference_version": str(reference.get("version")), **({"dpsyn.alert": alert} if alert else {})})
-    if result:
-        mlf.log_metrics(run_id, {"drifted": float(result["drifted"]), "max_ks": result["max_ks"],
-                                 "max_psi": result["max_psi"], "epsilon_spent": result["privacy"]["epsilon_spent"],
-                                 "rows_reference": result["rows_reference"], "rows_new": result["rows_new"]})
-        for name in (REPORT, REPORT_HTML):
-            if (Path(work) / name).exists():
-                mlf.log_file(run_id, Path(work) / name, artifact_path="reports")
-    mlf.end_run(run_id, status)
-    return run_id
+        "dpsyn.reference_version": str(reference.get("version"))})
+    return ctx.update(tracker_run_id=run_id)
+
+
+@task(name="mlflow-log-drift", cache_policy=NO_CACHE, persist_result=False)
+def log_drift(ctx: RunContext, result: dict, alert: str | None = None) -> None:
+    """The verdict, noisy statistics, ε and the report files on the check's MLflow run."""
+    from tasks import tracking as mlf
+
+    ctx = ctx.reload()
+    run_id = ctx.tracker_run_id
+    if alert:
+        mlf.set_tags(run_id, {"dpsyn.alert": alert})
+    mlf.log_metrics(run_id, {"drifted": float(result["drifted"]), "max_ks": result["max_ks"],
+                             "max_psi": result["max_psi"], "epsilon_spent": result["privacy"]["epsilon_spent"],
+                             "rows_reference": result["rows_reference"], "rows_new": result["rows_new"]})
+    for name in (drift_stages.REPORT, drift_stages.REPORT_HTML):
+        if (ctx.work / name).exists():
+            mlf.log_file(run_id, ctx.work / name, artifact_path="reports")
+    ctx.update(privacy_logged=True)
+
+
+@task(name="retrain-alert", persist_result=False, retries=0)
+def raise_if_alert(alert: str | None) -> None:
+    """A drift the lifetime cap cannot retrain on fails the monitor's run with the alert (after its report)."""
+    if alert:
+        from dpsyn.errors import PrivacyBudgetExceededError
+
+        raise PrivacyBudgetExceededError(alert)

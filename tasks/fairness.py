@@ -15,7 +15,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from dpsyn.privacy.fairness_audit import FairnessAuditConfig
+from dpsyn.config import FairnessAuditConfig
 
 PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)
 METHOD_NAMES = {"dpsgd": "DP-SGD", "dpsgd-s": "DP-SGD-S"}
@@ -24,7 +24,7 @@ METHOD_NAMES = {"dpsgd": "DP-SGD", "dpsgd-s": "DP-SGD-S"}
 @task(name="fairness-audit", **PRIVATE)
 def audit_task(config: FairnessAuditConfig, method: str) -> dict:
     """One audit (2R + 1 models) with ``method``; per-group aggregates, utility and outcome fairness."""
-    from dpsyn.privacy.fairness_audit import run_fairness_audit
+    from dpsyn.audit.fairness_audit import run_fairness_audit
 
     return run_fairness_audit(config.model_copy(update={"method": method})).model_dump(mode="json")
 
@@ -36,8 +36,8 @@ def _key(s: str) -> str:
 
 def write_reports(results: list[dict], folder: str | Path) -> list[Path]:
     """fairness.png (GPR per group, one series per method), fairness.json and fairness.md in ``folder``."""
-    from dpsyn.privacy.fairness import GroupRiskReport, plot_group_risk
-    from dpsyn.privacy.fairness_audit import FairnessAuditResult
+    from dpsyn.audit.fairness import GroupRiskReport, plot_group_risk
+    from dpsyn.audit.fairness_audit import FairnessAuditResult
 
     folder = Path(folder)
     res = [FairnessAuditResult.model_validate(r) for r in results]

@@ -18,6 +18,7 @@ import json
 import logging
 import tempfile
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -297,7 +298,38 @@ def end_run(run_id: str, status: str = "FINISHED") -> None:
     client().set_terminated(run_id, status=status)
 
 
-# -- tasks ---------------------------------------------------------------------------------
+def mirror_lineage(
+    run_id: str,
+    release,
+    *,
+    ledger_url: str | None = None,
+    set_tag: Callable[[str, str, str], None] | None = None,
+) -> dict[str, str]:
+    """Set the lineage of a release as tags on its MLflow run; return the tags.
+
+    ``release`` is a :class:`Release`, its dict, or a watermark code to look up
+    in the ledger. ``set_tag`` is an ``MlflowClient().set_tag``-compatible
+    callable; by default :func:`set_tags` of this adapter.
+    """
+    from dpsyn.errors import InputError
+    from dpsyn.lineage import Ledger, Release, lineage_tags
+
+    if isinstance(release, str):
+        lin = Ledger(ledger_url).get(release)
+        if lin is None:
+            raise InputError(f"watermark code {release} is not in the lineage ledger")
+        release = lin.release
+    rel = Release.model_validate(release)
+    tags = lineage_tags(rel, ledger=ledger_url)
+    if set_tag is None:
+        set_tags(run_id, tags)
+    else:
+        for k, v in tags.items():
+            set_tag(run_id, k, v)
+    return tags
+
+
+# -- the pipeline's tracker on MLflow, and the tasks -----------------------------------------------------------------
 NOCACHE = dict(persist_result=False, retries=2, retry_delay_seconds=2)
 
 
@@ -307,14 +339,7 @@ def run_params(config) -> dict:
     return config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})
 
 
-@task(name="mlflow-start-run", **NOCACHE)
-def start_run_task(config, tags: dict[str, str]) -> str:
-    """Open the run's MLflow run with its config as params."""
-    return start_run(config.experiment, run_params(config), tags)
-
-
-@task(name="mlflow-log-privacy", **NOCACHE)
-def log_privacy_task(run_id: str, privacy: dict | None) -> None:
+def log_privacy(run_id: str, privacy: dict | None) -> None:
     """ε spent, δ, accountant, and every mechanism of the run (logged even when the run fails)."""
     if privacy is None:
         return
@@ -360,13 +385,12 @@ def log_epsilon_curve(run_id: str, privacy: dict) -> None:
         client().log_artifact(run_id, str(p), artifact_path="privacy")
 
 
-@task(name="mlflow-log-results", **NOCACHE)
-def log_results_task(run_id: str, *, fit_summary: dict, batch: dict, validation: dict, watermark: dict,
-                     report_html: str | None = None, ge_docs: str | None = None,
-                     extra_metrics: dict[str, float] | None = None) -> None:
-    """Settings, DP statistics and reports of a finished run. ``batch`` is the training batch's public record
-    (random id, file name, noisy row count); the scrub and mask reports hold exact counts and are not logged
-    (they stay with the data owner in $DPSYN_HOME/operator/<run id>/)."""
+def log_results(run_id: str, *, fit_summary: dict, batch: dict, validation: dict, watermark: dict,
+                report_html: str | None = None, ge_docs: str | None = None,
+                extra_metrics: dict[str, float] | None = None) -> None:
+    """Settings, DP statistics and reports of a run that reached the gate. ``batch`` is the training batch's public
+    record (random id, file name, noisy row count); the scrub and mask reports hold exact counts and are not
+    logged (they stay with the data owner in $DPSYN_HOME/operator/<run id>/)."""
     log_params(run_id, {"synth": fit_summary.get("params", {}), "training": fit_summary.get("training", {})})
     from dpsyn.validation import ValidationReport
 
@@ -391,26 +415,96 @@ def log_results_task(run_id: str, *, fit_summary: dict, batch: dict, validation:
     log_dict(run_id, batch, "reports/training_batch.json")
 
 
+class MlflowTracker:
+    """The pipeline's :class:`dpsyn.pipeline.Tracker` on MLflow (this module is the one MLflow adapter)."""
+
+    def start(self, config, tags: dict[str, str]) -> str:
+        return start_run(config.experiment, run_params(config), tags)
+
+    def log_privacy(self, run_id: str, privacy: dict | None) -> None:
+        log_privacy(run_id, privacy)
+
+    def log_results(self, run_id: str, **kw) -> None:
+        log_results(run_id, **kw)
+
+    def log_model(self, run_id: str, model_path: str) -> str | None:
+        return log_model(run_id, model_path)
+
+    def register(self, run_id: str, name: str, tags: dict[str, Any], *, model_uri: str | None,
+                 cumulative_epsilon: float | None) -> str | None:
+        return register_model(run_id, name, tags, model_uri=model_uri, cumulative_epsilon=cumulative_epsilon)
+
+    def set_champion(self, name: str, version: str) -> None:
+        set_champion(name, version)
+
+    def mirror_lineage(self, run_id: str, code: str, lineage_url: str | None) -> None:
+        mirror_lineage(run_id, code, ledger_url=lineage_url)
+
+    def end(self, run_id: str, status: str) -> None:
+        end_run(run_id, status)
+
+
+TRACKER = MlflowTracker()
+
+
+@task(name="mlflow-start-run", **NOCACHE)
+def start_run_task(config, ctx):
+    """Open the run's MLflow run (its config as params, the guarantee as tags); the context notes its id."""
+    from dpsyn.pipeline.run import start_tracking
+
+    return start_tracking(config, ctx, TRACKER)
+
+
+@task(name="mlflow-log-privacy", **NOCACHE)
+def log_privacy_task(ctx, privacy: dict | None):
+    """ε spent, δ, accountant and every mechanism of the run."""
+    TRACKER.log_privacy(ctx.tracker_run_id, privacy)
+    return ctx.update(privacy_logged=True)
+
+
+@task(name="mlflow-log-results", **NOCACHE)
+def log_results_task(ctx, *, fit_summary: dict, manifest: dict, validation: dict) -> None:
+    """Settings, the gate's DP statistics and its reports."""
+    from dpsyn.pipeline import WorkDir
+
+    TRACKER.log_results(ctx.tracker_run_id, fit_summary=fit_summary, batch=manifest["training_batch"],
+                        validation=validation, watermark=manifest["watermark"],
+                        report_html=str(ctx.work / WorkDir.REPORT_HTML), ge_docs=str(ctx.work / WorkDir.GE_DOCS),
+                        extra_metrics={"cumulative_epsilon": manifest["cumulative_epsilon"]})
+
 
 @task(name="mlflow-log-model", persist_result=False, retries=0)
-def log_model_task(run_id: str, model_path: str) -> str:
+def log_model_task(ctx) -> str:
     """The fitted synthesizer as the run's pyfunc model; its URI (no retry: it would log a second model)."""
-    return log_model(run_id, model_path)
+    from dpsyn.pipeline import WorkDir
+
+    return TRACKER.log_model(ctx.tracker_run_id, str(ctx.work / WorkDir.MODEL))
 
 
 @task(name="mlflow-register-model", persist_result=False, retries=0)
-def register_model_task(run_id: str, name: str, tags: dict[str, Any], model_uri: str | None = None,
-                        cumulative_epsilon: float | None = None) -> str:
+def register_model_task(config, ctx, manifest: dict, model_uri: str | None) -> dict:
     """One new registry version per run that reached the gate (no retry: a retry could register twice)."""
-    return register_model(run_id, name, tags, model_uri=model_uri, cumulative_epsilon=cumulative_epsilon)
+    from dpsyn.pipeline.manifest import model_name, registry_tags
+    from dpsyn.schema import load_schema
+
+    name = model_name(config, load_schema(config.table_schema).name)
+    version = TRACKER.register(ctx.tracker_run_id, name, registry_tags(manifest), model_uri=model_uri,
+                               cumulative_epsilon=manifest["cumulative_epsilon"])
+    return {"name": name, "version": version}
 
 
 @task(name="mlflow-set-champion", **NOCACHE)
-def set_champion_task(name: str, version: str) -> None:
-    """Move the alias ``champion`` to ``version`` (idempotent, so it may retry)."""
-    set_champion(name, version)
+def set_champion_task(registered: dict) -> None:
+    """Move the alias ``champion`` to the run's version (idempotent, so it may retry)."""
+    TRACKER.set_champion(registered["name"], registered["version"])
+
+
+@task(name="mlflow-mirror-lineage", **NOCACHE)
+def mirror_lineage_task(ctx, code: str, lineage_url: str | None) -> None:
+    """Mirror the ledger's record of the release into MLflow tags on the run."""
+    TRACKER.mirror_lineage(ctx.tracker_run_id, code, lineage_url)
 
 
 @task(name="mlflow-end-run", **NOCACHE)
-def end_run_task(run_id: str, status: str) -> None:
-    end_run(run_id, status)
+def end_run_task(ctx, status: str) -> None:
+    TRACKER.end(ctx.tracker_run_id, status)

@@ -37,7 +37,7 @@ def main():
     args = ap.parse_args()
     from utility import load  # dpsyn's reader and public encoding (pure python + pandas)
 
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     schema, train, _, _ = load(args.dataset)
     enc = DiscreteEncoder(schema)

@@ -2,7 +2,7 @@
 
 Steinke, Nasr & Jagielski (2023), "Privacy auditing with one (1) training run", §7 (white-box, gradient
 canaries), with Dirac canaries as in Nasr et al. (2023), "Tight auditing of differentially private machine
-learning". The black-box and log-likelihood scores of :mod:`dpsyn.privacy.audit` have little power (a lower
+learning". The black-box and log-likelihood scores of :mod:`dpsyn.audit.canaries` have little power (a lower
 bound near 0 at any claim); this audit gives the auditor what the DP-SGD analysis assumes the adversary has: every
 step's noisy gradient sum. So a bug in the noise scale, the sampling or the accounting shows up as a lower bound
 above the claimed ε.
@@ -18,7 +18,7 @@ above the claimed ε.
    and scores canary i by the log-likelihood ratio of "included" against "excluded" under the *claimed*
    mechanism: Σ_t log(1 − q + q·exp((2 x_{i,t}/C − 1)/(2σ²))) (Neyman–Pearson optimal for the claim).
 5. **Guesses and bound.** IN for the top m/10 scores, OUT for the bottom m/10 (fixed in advance), and the
-   largest ε that (ε, δ)-DP cannot explain at 95 % confidence (:func:`dpsyn.privacy.audit.run_audit`,
+   largest ε that (ε, δ)-DP cannot explain at 95 % confidence (:func:`dpsyn.audit.canaries.run_audit`,
    Theorem 3.1 of Steinke et al.). With m = 1,000 the bound cannot exceed about 4.2, so audit at a claim below.
 
 The canaries are made-up gradients, not people: the audit measures the mechanism, it is never part of a release.
@@ -33,8 +33,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from dpsyn.audit.canaries import AuditResult, run_audit
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.privacy.audit import AuditResult, run_audit
 
 __all__ = ["GradientCanaries", "audit_dpsgd_with_gradient_canaries"]
 

@@ -134,8 +134,8 @@ def detect_drift_from_statistics(reference, current, schema: TableSchema, config
     Two Gaussian releases on ``accountant`` (a fresh one, target ``config.epsilon``): the batches' noisy sizes
     (``count_share`` of ε alone; a row lies in one batch, so sensitivity 1), whose lower bounds set the
     statistics' sensitivity, then the statistics with the rest of the budget."""
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.privacy import plan_counts, release_counts
-    from dpsyn.synth.encoding import DiscreteEncoder
     from dpsyn.validation.stats import ks_between_counts
 
     config = config or DriftConfig()

@@ -11,10 +11,6 @@ transaction. :func:`lineage_tags` gives the MLflow tags that mirror a release
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field
-
 from dpsyn.lineage.ledger import LEDGER_ENV, AuditFailedError, Ledger, LedgerConflictError, ledger_path
 from dpsyn.lineage.models import (
     CodeTrace,
@@ -30,11 +26,9 @@ from dpsyn.lineage.models import (
     training_batch,
 )
 from dpsyn.lineage.trace import read_any, record_release, trace_code, trace_file, verify_file
-from dpsyn.watermark import DEFAULT_ALPHA
 
 __all__ = [
     "LEDGER_ENV",
-    "AuditConfig",
     "AuditFailedError",
     "CodeTrace",
     "DatasetRef",
@@ -83,17 +77,3 @@ def lineage_tags(release: Release, *, ledger: str | None = None) -> dict[str, st
         "ledger": str(ledger_path(ledger)),
     }
     return {TAG_PREFIX + k: v for k, v in tags.items() if v != ""}
-
-
-class AuditConfig(BaseModel):
-    """The ``audit`` flow's one parameter: which files to check, against which ledger."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    paths: list[Path] = Field(min_length=1, description="Synthetic files (CSV or Parquet) to verify.")
-    table_schema: str | None = Field(default=None, description="Schema name or YAML path for the statistical test.")
-    ledger_url: str | None = Field(default=None, description="sqlite:///PATH of the lineage ledger.")
-    alpha: float = Field(default=DEFAULT_ALPHA, gt=0, lt=1, description="Significance level of the statistical test.")
-    key_block: str | None = Field(default=None, description="A Prefect Secret block holding an extra key (hex).")
-    fail_if_not_ours: bool = Field(default=False, description="Fail the flow run when a file carries no mark of ours.")
-

@@ -15,11 +15,9 @@ hashes, counts, settings and ε: no data value and no key (key ids only).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from dpsyn.lineage.models import (
     ValidationRef,
     WatermarkSettings,
 )
+from dpsyn.sqlite import connect
 
 __all__ = ["LEDGER_ENV", "AuditFailedError", "Ledger", "LedgerConflictError", "ledger_path"]
 
@@ -143,33 +142,9 @@ class Ledger:
         return f"Ledger({str(self.path)!r})"
 
     # -- connection -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        if not write and not self.path.exists():
-            conn = sqlite3.connect(":memory:")
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.executescript(_SCHEMA)  # idempotent; also adds tables a ledger of an older version lacks
-            if write:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            else:
-                yield conn
-        except sqlite3.IntegrityError:
-            raise LedgerConflictError(f"lineage ledger {self.path}: the release contradicts a stored record") from None
-        except sqlite3.DatabaseError as e:
-            raise InputError(f"lineage ledger {self.path} cannot be used ({type(e).__name__})") from None
-        finally:
-            conn.close()
+    def _connect(self, *, write: bool):
+        return connect(self.path, write=write, schema=_SCHEMA, required_table="codes", what="lineage ledger",
+                       version=("ledger_version", str(LEDGER_VERSION)), migrate_on_read=True)
 
     # -- writes -----------------------------------------------------------------------------
     def record(self, release: Release) -> str:
@@ -183,7 +158,6 @@ class Ledger:
         r = release
         now = _now()
         with self._connect(write=True) as db:
-            db.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('ledger_version', ?)", (str(LEDGER_VERSION),))
             old = db.execute("SELECT dataset_id FROM codes WHERE code = ?", (r.code,)).fetchone()
             if old is not None:
                 if old["dataset_id"] == r.dataset.dataset_id or self._same(db, r):

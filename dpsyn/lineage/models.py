@@ -135,7 +135,7 @@ class Release(_Record):
         dataset_id: str | None = None,
         batch_digests: dict[str, str] | None = None,
     ) -> Release:
-        """A release from the manifest the ``synthesize`` flow publishes (see tasks/stages.py).
+        """A release from the manifest the ``synthesize`` flow publishes (dpsyn.pipeline.manifest).
 
         ``validation`` is the validation report's dict (``ValidationReport.model_dump()``);
         only its verdict and check names are kept.

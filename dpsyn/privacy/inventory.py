@@ -66,7 +66,7 @@ INVENTORY: tuple[Entry, ...] = (
     _E("output.manifest", "schema", "public", _CONFIG),
     _E("output.manifest", "synthesizer", "public", _CONFIG),
     _E("output.manifest", "population", "public", "the population named by the config or the schema"),
-    _E("output.manifest", "training_batch.batch_id", "public", "uuid4 drawn at random (tasks/scale.py merge)"),
+    _E("output.manifest", "training_batch.batch_id", "public", "uuid4 drawn at random (dpsyn.pipeline.prepare.merge)"),
     _E("output.manifest", "training_batch.source", "public", "the input's file name, given by the user"),
     _E("output.manifest", "training_batch.rows_estimate", "dp", _ROWS),
     _E("output.manifest", "training_batch.window_*", "public", _CONFIG),

@@ -26,21 +26,20 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from dpsyn.encoding import DiscreteEncoder
 from dpsyn.errors import ConfigError, NotFittedError
 from dpsyn.privacy import (
     NoiseSource,
     NoisyCounts,
     PrivacyAccountant,
     PrivacyConfig,
-    default_delta,
     derive_seed,
     plan_counts,
     release_counts,
 )
 from dpsyn.schema import ColumnKind, TableSchema
-from dpsyn.synth.encoding import DiscreteEncoder
 
-__all__ = ["PrivacyConfig", "Synthesizer", "default_delta"]
+__all__ = ["Synthesizer"]
 
 logger = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from pydantic import Field
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
-from dpsyn.privacy.group_clip import measure_group_sizes, plan_group_sizes
 from dpsyn.synth.base import Synthesizer
+from dpsyn.synth.classifier import classifier_log_probs, train_classifier
 from dpsyn.synth.dpgen import (
     DPGenConfig,
     _draw,
@@ -46,8 +46,8 @@ from dpsyn.synth.dpgen import (
     sample_ar_codes,
 )
 from dpsyn.synth.dpsgd import steps_and_rate
+from dpsyn.synth.group_clip import measure_group_sizes, plan_group_sizes
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
-from dpsyn.synth.task import task_log_probs, train_task_model
 
 __all__ = ["DPDSyn", "DPDSynConfig"]
 
@@ -115,7 +115,7 @@ class DPDSyn(Synthesizer):
 
         torch.manual_seed(self.noise_.seed())
         task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm, sizes=group_sizes)
-        self.task_ = train_task_model(
+        self.task_ = train_classifier(
             codes, feat_sizes, k, hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
             noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
             max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=n,
@@ -153,7 +153,7 @@ class DPDSyn(Synthesizer):
     @torch.no_grad()
     def _label_log_probs(self, feats: np.ndarray) -> np.ndarray:
         """log p(y | x): the task model's, mixed in logit space with the generator's head under ``label_mix``."""
-        lp = task_log_probs(self.task_, feats, self.encoder_.sizes[:-1])
+        lp = classifier_log_probs(self.task_, feats, self.encoder_.sizes[:-1])
         if not self._models_target():
             return lp
         # mixing log-softmaxes is mixing logits up to a per-row constant, which the final softmax removes

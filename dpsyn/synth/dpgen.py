@@ -36,15 +36,15 @@ from torch import nn
 
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import PrivacyAccountant
-from dpsyn.privacy.group_clip import (
+from dpsyn.synth.base import Synthesizer
+from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+from dpsyn.synth.group_clip import (
     GroupClipConfig,
     GroupClipper,
     GroupSizes,
     measure_group_sizes,
     plan_group_sizes,
 )
-from dpsyn.synth.base import Synthesizer
-from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 from dpsyn.synth.marginals import calibrated_sample, measure_marginals, plan_marginals
 
 __all__ = ["DPGen", "DPGenConfig"]

@@ -18,19 +18,19 @@ reach model weights. Each step:
 
 Clipping, two implementations of the same step:
 
-* **book-keeping** (:mod:`dpsyn.synth.fastclip`, Bu et al. 2023), used whenever
+* **book-keeping** (:mod:`dpsyn.synth.bookkeeping`, Bu et al. 2023), used whenever
   every trainable parameter is the weight or bias of an ``nn.Linear`` fed 2-D
   inputs (dpgen's heads, dpdsyn's task model, the utility and fairness models):
   one forward, one backward to the layer outputs, per-row norms and the clipped
   sum from one matmul per layer, noise and Adam here;
 * **Opacus ghost clipping** (``PrivacyEngine``, ``grad_sample_mode="ghost"``,
   its ``add_noise`` replaced by the run's noise source) for any other model:
-  :func:`~dpsyn.synth.fastclip.bk_layers` and a probe forward pass decide, nothing is guessed.
+  :func:`~dpsyn.synth.bookkeeping.bk_layers` and a probe forward pass decide, nothing is guessed.
 
 Both compute the same per-row norms, clip factors min(1, C/(norm + 1e-6)), noise,
 scaling and accountant steps (a unit test compares them on one batch).
 
-With ``group_clip`` (DP-SGD-S, :mod:`dpsyn.privacy.group_clip`) each row is
+With ``group_clip`` (DP-SGD-S, :mod:`dpsyn.synth.group_clip`) each row is
 clipped at its group's bound C_k, the noise is σ_g · max_k C_k, and per-group
 noisy counts move the bounds; the step is still one subsampled Gaussian
 mechanism of noise multiplier σ (the one calibrated), recorded as such.
@@ -54,9 +54,9 @@ import torch
 from torch import nn
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.privacy.group_clip import GroupClipper, split_noise
 from dpsyn.progress import report
-from dpsyn.synth.fastclip import BookKeeping, bk_layers
+from dpsyn.synth.bookkeeping import BookKeeping, bk_layers
+from dpsyn.synth.group_clip import GroupClipper, split_noise
 
 logger = logging.getLogger(__name__)
 

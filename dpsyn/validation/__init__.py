@@ -117,7 +117,7 @@ class ValidationConfig(BaseModel):
         "checks together (see noise_margin).")
     audit: bool = Field(
         default=False,
-        description="One-run privacy audit inside the run (dpsyn/privacy/audit.py): canaries join the training rows "
+        description="One-run privacy audit inside the run (dpsyn/audit/canaries.py): canaries join the training rows "
         "by secret coin flips; the gate fails if the empirical ε lower bound exceeds the claimed ε. Costs no "
         "budget (post-processing); the canaries slightly perturb the synthetic table.",
     )
@@ -232,7 +232,7 @@ def pair_statistics(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSchema
 
     Like a one-way TVD, adding or removing a real row moves it by at most 1/(n−1).
     """
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     if max_cells <= 0:
         return []
@@ -272,7 +272,7 @@ def column_histograms(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSche
     The real shares are private (noise them): adding or removing one real row moves the share vector by at
     most √2/(n−1) in L2.
     """
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     names = [c.name for c in schema.synthesizable_columns() if c.name in real.columns and c.name in synth.columns]
     enc = DiscreteEncoder(schema, columns=names)
@@ -283,7 +283,7 @@ def column_histograms(real: pd.DataFrame, synth: pd.DataFrame, schema: TableSche
 
 def _cells(schema: TableSchema) -> dict[str, int]:
     """Cells of each column's public encoding (categorical: domain + missing), for the sampling allowance."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema)
     out = dict(zip(enc.names, enc.sizes, strict=True))
@@ -367,7 +367,7 @@ def _fidelity_from_counts(stats: RealStatistics, synth: pd.DataFrame,
 def _pairs_from_counts(stats: RealStatistics, synth: pd.DataFrame, schema: TableSchema, *,
                        max_cells: int) -> list[tuple[str, str, float]]:
     """As :func:`pair_statistics`, with the real side given by its counts."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     if max_cells <= 0:
         return []
@@ -388,7 +388,7 @@ def _pairs_from_counts(stats: RealStatistics, synth: pd.DataFrame, schema: Table
 
 def _histograms_from_counts(stats: RealStatistics, synth: pd.DataFrame, schema: TableSchema):
     """As :func:`column_histograms`, with the real side given by its counts."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema, columns=[c.name for c in _modelled(stats, synth, schema)])
     b = enc.encode(synth[enc.names])
@@ -590,11 +590,11 @@ def validate_files(
     """
     import uuid
 
-    from dpsyn.budget import reservation
     from dpsyn.io import coerce_to_schema, read_table
     from dpsyn.lineage import read_any
     from dpsyn.masking import mask_table
     from dpsyn.privacy import default_delta, plan_counts, release_counts
+    from dpsyn.privacy.budget import reservation
     from dpsyn.schema import load_schema
     from dpsyn.watermark import WM_COLUMN, strip_text_codes
 

@@ -12,8 +12,8 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from dpsyn.encoding import DiscreteEncoder
 from dpsyn.schema import TableSchema
-from dpsyn.synth.encoding import DiscreteEncoder
 
 __all__ = ["marginal_tvd", "tstr_scores"]
 

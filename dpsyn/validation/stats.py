@@ -121,7 +121,7 @@ def real_statistics(real: pd.DataFrame, schema: TableSchema, *, pair_max_cells: 
     ``pair_max_cells`` cells (the gate later keeps those its row count allows);
     ``rules`` (a :class:`~dpsyn.validation.rules.RuleSet`) adds each rule check's counts.
     """
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.validation import _numeric
 
     out = RealStatistics(n=len(real))

@@ -86,8 +86,8 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
     ``public_rows``: the released noisy count of ``real``'s rows (σ was planned for it)."""
     import torch
 
-    from dpsyn.synth.encoding import DiscreteEncoder
-    from dpsyn.synth.task import task_log_probs, train_task_model
+    from dpsyn.encoding import DiscreteEncoder
+    from dpsyn.synth.classifier import classifier_log_probs, train_classifier
 
     enc = DiscreteEncoder(schema)
     names = enc.names
@@ -97,14 +97,14 @@ def train_reference(real: pd.DataFrame, schema: TableSchema, *, accountant: Priv
     codes = enc.encode(real[names])
 
     torch.manual_seed(noise.seed())
-    net = train_task_model(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1), sizes, enc.sizes[t],
+    net = train_classifier(np.concatenate([codes[:, feats], codes[:, [t]]], axis=1), sizes, enc.sizes[t],
                            accountant=accountant, noise=noise, noise_multiplier=sigma,
                            batch_size=reference_batch(public_rows), epochs=REF_EPOCHS, max_grad_norm=REF_CLIP,
                            lr=REF_LR, label=REFERENCE_LABEL, public_rows=public_rows)
     pos = list(enc.columns[t].labels).index(positive_label(schema))
 
     def score(df: pd.DataFrame) -> np.ndarray:
-        return np.exp(task_log_probs(net, enc.encode(df[names])[:, feats], sizes)[:, pos])
+        return np.exp(classifier_log_probs(net, enc.encode(df[names])[:, feats], sizes)[:, pos])
 
     return score
 

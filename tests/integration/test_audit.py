@@ -115,7 +115,7 @@ def test_register_adds_an_audit_group(app):
 
 
 def test_mirror_lineage_sets_tags_through_the_given_callable(release_dir):
-    from tasks.audit import mirror_lineage
+    from tasks.tracking import mirror_lineage
 
     _, url, rel = release_dir
     seen = []
@@ -126,7 +126,8 @@ def test_mirror_lineage_sets_tags_through_the_given_callable(release_dir):
 
 
 def test_audit_tasks_as_plain_functions(release_dir, tmp_path):
-    from dpsyn.lineage import AuditConfig, AuditFailedError
+    from dpsyn.config import AuditConfig
+    from dpsyn.lineage import AuditFailedError
     from tasks.audit import summarize_task, trace_file_task, verify_file_task
 
     out, url, rel = release_dir
@@ -146,7 +147,7 @@ def test_audit_tasks_as_plain_functions(release_dir, tmp_path):
 def test_the_audit_flow_is_a_flow_with_one_config_parameter():
     from prefect import Flow
 
-    from dpsyn.lineage import AuditConfig
+    from dpsyn.config import AuditConfig
     from flows.audit import audit
 
     assert isinstance(audit, Flow) and audit.name == "audit"
@@ -157,7 +158,7 @@ def test_the_audit_flow_is_a_flow_with_one_config_parameter():
 
 @pytest.mark.slow
 def test_the_audit_flow_runs_in_process(prefect_harness, release_dir):
-    from dpsyn.lineage import AuditConfig
+    from dpsyn.config import AuditConfig
     from flows.audit import audit
 
     out, url, rel = release_dir
@@ -167,8 +168,7 @@ def test_the_audit_flow_runs_in_process(prefect_harness, release_dir):
 
 @pytest.mark.slow
 def test_mirror_lineage_into_mlflow(release_dir):
-    from tasks.audit import mirror_lineage
-    from tasks.tracking import client, start_run
+    from tasks.tracking import client, mirror_lineage, start_run
 
     _, url, rel = release_dir
     run_id = start_run("dpsyn-audit-test", {"x": 1})

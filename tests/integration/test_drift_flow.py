@@ -63,7 +63,7 @@ def _champion() -> str | None:
 
 
 def test_six_monthly_batches(prefect_harness, batches, tmp_path):
-    from dpsyn.budget import BudgetLedger
+    from dpsyn.privacy.budget import BudgetLedger
     from flows.drift import monitor_drift
 
     ledger_url = f"sqlite:///{tmp_path / 'budget.db'}"
@@ -98,7 +98,7 @@ def test_six_monthly_batches(prefect_harness, batches, tmp_path):
     assert len(pop.runs) == len(spends) and all(r.state == "committed" for r in pop.runs)
 
     # a cap that admits one more run (one check) but not the retrain it asks for
-    ledger.set_cap("d130-test", pop.spent_epsilon + CHECK_EPS + 0.5)
+    ledger.set_cap("d130-test", epsilon=pop.spent_epsilon + CHECK_EPS + 0.5)
     with pytest.raises(PrivacyBudgetExceededError, match="retraining refused"):
         monitor_drift(_config(batches[0], tmp_path, ledger_url))  # unshifted vs batch 4: drift
     assert _champion() == v2

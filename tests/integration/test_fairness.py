@@ -7,7 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from dpsyn.privacy.fairness_audit import FairnessAuditConfig, run_fairness_audit
+from dpsyn.audit.fairness_audit import run_fairness_audit
+from dpsyn.config import FairnessAuditConfig
 from dpsyn_cli.main import app
 
 pytestmark = pytest.mark.slow

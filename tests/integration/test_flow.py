@@ -134,8 +134,8 @@ def test_flow_respects_small_epsilon(prefect_harness, small_adult, tmp_path):
     # At ε = 0.1 on 2,000 rows the noisy row count (σ ≈ 310) leaves the gate almost no lower bound on the rows:
     # it either stops the run as too small (after the count: charged its whole reservation) or runs with large
     # noise and passes or fails. Either way the spend is recorded, within budget, and nothing half-published.
-    from dpsyn.budget import BudgetLedger
     from dpsyn.errors import InputError
+    from dpsyn.privacy.budget import BudgetLedger
     from flows.synthesize import synthesize
     from tasks.tracking import client
 

@@ -70,7 +70,7 @@ def test_audit_risk_reports_attribute_inference_and_dcr(runner, adult_sample, tm
     assert {a["column"] for a in out["attributes"]} == {"race", "income"}
     assert max(a["member_advantage"] for a in out["attributes"]) > 0.03
     # the non-DP read is recorded in the population's budget ledger (issue 19, finding 5)
-    from dpsyn.budget import BudgetLedger
+    from dpsyn.privacy.budget import BudgetLedger
 
     (pop,) = BudgetLedger().status("uci-adult")
     assert [a.tool for a in pop.accesses][-1] == "audit risk"
@@ -97,7 +97,7 @@ def test_validate_missing_file_exits_2(runner, tmp_path):
 def test_validate_is_charged_to_a_population_or_refused(runner, adult_sample, adult_sample_path, tmp_path):
     """Issue 19, finding 5: `dpsyn validate --epsilon E` spent E outside every budget, so repeated calls composed
     without a cap. Now the read needs a population and appears in its ledger; a cap refuses the over-budget read."""
-    from dpsyn.budget import BudgetLedger
+    from dpsyn.privacy.budget import BudgetLedger
     from dpsyn.schema import load_schema
 
     syn = _synthetic(adult_sample, tmp_path)
@@ -115,7 +115,7 @@ def test_validate_is_charged_to_a_population_or_refused(runner, adult_sample, ad
     (pop,) = BudgetLedger(ledger).status("clinic-a")
     assert [(r.purpose, r.state, r.spent_epsilon) for r in pop.runs] == [("validate", "committed", pytest.approx(
         json.loads(res.stdout)["epsilon_spent"]))]
-    BudgetLedger(ledger).set_cap("clinic-a", 1.5)
+    BudgetLedger(ledger).set_cap("clinic-a", epsilon=1.5)
     res = runner.invoke(app, [*base, "--schema", "adult", "--population", "clinic-a"])
     assert res.exit_code == 1 and "exceeded" in json.loads(res.stdout)["error"]
     shown = runner.invoke(app, ["budget", "show", "--ledger", ledger, "--json"])

@@ -1,4 +1,4 @@
-"""dpsyn.budget: the lifetime privacy-budget ledger (reserve → mark_read → commit / release) and `dpsyn budget`."""
+"""dpsyn.privacy.budget: the lifetime privacy-budget ledger (reserve → mark_read → commit / release) and `dpsyn budget`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dpsyn.budget import BUDGET_ENV, BudgetLedger, budget_path
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
+from dpsyn.privacy.budget import BUDGET_ENV, BudgetLedger, budget_path
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_reads_do_not_create_the_ledger_and_foreign_files_are_refused(tmp_path):
 
 # -- the life of a run ---------------------------------------------------------------------------
 def test_reserve_commit_and_release(ledger):
-    r = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=3.0, note="mlflow abc")
+    r = ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6, cap=3.0, note="mlflow abc")
     assert (r.state, r.reserved_epsilon, r.reserved_delta, r.spent_epsilon, r.data_read) == (
         "reserved", 1.0, 1e-6, None, False)
     assert (r.purpose, r.note) == ("synthesize", "mlflow abc")
@@ -78,14 +78,14 @@ def test_reserve_commit_and_release(ledger):
 
     ledger.mark_read("run-1")
     assert ledger.get("run-1").data_read
-    c = ledger.commit("run-1", 0.8, 1e-6, note="mlflow abc; prv")
+    c = ledger.commit("run-1", epsilon=0.8, delta=1e-6, note="mlflow abc; prv")
     assert (c.state, c.spent_epsilon, c.spent_delta, c.charged_epsilon, c.note) == (
         "committed", 0.8, 1e-6, 0.8, "mlflow abc; prv")
     [pop] = ledger.status("adult")
     assert (pop.spent_epsilon, pop.reserved_epsilon) == (0.8, 0.0)
     assert pop.remaining_epsilon == pytest.approx(2.2)
 
-    ledger.reserve("adult", "run-2", 2.0, purpose="drift-check")
+    ledger.reserve("adult", "run-2", epsilon=2.0, purpose="drift-check")
     assert ledger.status("adult")[0].remaining_epsilon == pytest.approx(0.2)
     rel = ledger.release("run-2")  # never read data: the reservation is given back
     assert (rel.state, rel.charged_epsilon) == ("released", 0.0)
@@ -94,98 +94,98 @@ def test_reserve_commit_and_release(ledger):
 
 
 def test_release_after_mark_read_raises_and_the_reservation_stays_charged(ledger):
-    ledger.reserve("adult", "run-1", 1.0, cap=2.0)
+    ledger.reserve("adult", "run-1", epsilon=1.0, cap=2.0)
     ledger.mark_read("run-1")
     with pytest.raises(LedgerConflictError, match="read private data.*cannot be released.*commit"):
         ledger.release("run-1")
     r = ledger.get("run-1")
     assert r.state == "reserved" and r.charged_epsilon == 1.0
     assert ledger.status("adult")[0].remaining_epsilon == 1.0
-    assert ledger.commit("run-1", 1.0).state == "committed"
+    assert ledger.commit("run-1", epsilon=1.0).state == "committed"
     with pytest.raises(LedgerConflictError, match="cannot be released"):
         ledger.release("run-1")
 
 
 def test_commit_above_the_reservation_raises(ledger):
-    ledger.reserve("adult", "run-1", 1.0, 1e-6)
+    ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6)
     with pytest.raises(PrivacyBudgetExceededError, match=r"spent ε=1\.5 but reserved only ε=1"):
-        ledger.commit("run-1", 1.5, 1e-6)
+        ledger.commit("run-1", epsilon=1.5, delta=1e-6)
     with pytest.raises(PrivacyBudgetExceededError, match="δ"):
-        ledger.commit("run-1", 1.0, 1e-5)
+        ledger.commit("run-1", epsilon=1.0, delta=1e-5)
     r = ledger.get("run-1")
     assert r.state == "reserved" and r.charged_epsilon == 1.0  # still charged in full
-    assert ledger.commit("run-1", 1.0 + 1e-12, 1e-6).state == "committed"  # floating-point slack only
+    assert ledger.commit("run-1", epsilon=1.0 + 1e-12, delta=1e-6).state == "committed"  # floating-point slack only
 
 
 def test_over_cap_reserve_names_every_number(ledger):
-    ledger.set_cap("adult", 2.5)
-    ledger.reserve("adult", "a", 1.0)
-    ledger.commit("a", 0.6)
-    ledger.reserve("adult", "b", 1.0)
+    ledger.set_cap("adult", epsilon=2.5)
+    ledger.reserve("adult", "a", epsilon=1.0)
+    ledger.commit("a", epsilon=0.6)
+    ledger.reserve("adult", "b", epsilon=1.0)
     with pytest.raises(PrivacyBudgetExceededError) as e:
-        ledger.reserve("adult", "c", 1.0)
+        ledger.reserve("adult", "c", epsilon=1.0)
     msg = str(e.value)
     for part in ("population 'adult'", "run c asks for ε=1", "cap is ε=2.5", "0.6 spent", "1 reserved",
                  "0.9 remains", "set-cap --population adult", "wait for open runs", "smaller ε"):
         assert part in msg, (part, msg)
     assert ledger.get("c") is None and ledger.status("adult")[0].reserved_epsilon == 1.0
-    assert ledger.reserve("adult", "c", 0.9).state == "reserved"  # exactly what remains fits
+    assert ledger.reserve("adult", "c", epsilon=0.9).state == "reserved"  # exactly what remains fits
 
 
 def test_delta_cap_and_float_slack(ledger):
-    ledger.set_cap("p", 0.3, 2e-6)
-    ledger.reserve("p", "a", 0.1, 1e-6)
-    ledger.reserve("p", "b", 0.2, 1e-6)  # 0.1 + 0.2 > 0.3 in floating point, but within the slack
-    ledger.set_cap("q", None, 1e-6)
-    ledger.reserve("q", "c", 100.0, 1e-6)
+    ledger.set_cap("p", epsilon=0.3, delta=2e-6)
+    ledger.reserve("p", "a", epsilon=0.1, delta=1e-6)
+    ledger.reserve("p", "b", epsilon=0.2, delta=1e-6)  # 0.1 + 0.2 > 0.3 in floating point, but within the slack
+    ledger.set_cap("q", epsilon=None, delta=1e-6)
+    ledger.reserve("q", "c", epsilon=100.0, delta=1e-6)
     with pytest.raises(PrivacyBudgetExceededError, match="δ"):
-        ledger.reserve("q", "d", 1.0, 1e-7)
-    ledger.reserve("q", "e", 1.0, 0.0)
+        ledger.reserve("q", "d", epsilon=1.0, delta=1e-7)
+    ledger.reserve("q", "e", epsilon=1.0, delta=0.0)
 
 
 # -- idempotency ---------------------------------------------------------------------------------
 def test_reserve_and_commit_are_idempotent(ledger):
-    first = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=2.0)
-    again = ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=2.0)
+    first = ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6, cap=2.0)
+    again = ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6, cap=2.0)
     assert again == first
     assert ledger.status("adult")[0].reserved_epsilon == 1.0  # charged once
-    ledger.reserve("adult", "run-2", 1.0, 1e-6)  # the whole cap: a double charge would have failed here
+    ledger.reserve("adult", "run-2", epsilon=1.0, delta=1e-6)  # the whole cap: a double charge would have failed here
     with pytest.raises(LedgerConflictError, match="already holds a reservation"):
-        ledger.reserve("adult", "run-1", 0.5, 1e-6)
+        ledger.reserve("adult", "run-1", epsilon=0.5, delta=1e-6)
     with pytest.raises(LedgerConflictError, match="already holds a reservation"):
-        ledger.reserve("census", "run-1", 1.0, 1e-6)
+        ledger.reserve("census", "run-1", epsilon=1.0, delta=1e-6)
 
     ledger.mark_read("run-1")
     ledger.mark_read("run-1")
-    c1 = ledger.commit("run-1", 0.7, 1e-6)
-    c2 = ledger.commit("run-1", 0.7, 1e-6)
+    c1 = ledger.commit("run-1", epsilon=0.7, delta=1e-6)
+    c2 = ledger.commit("run-1", epsilon=0.7, delta=1e-6)
     assert c1 == c2 and ledger.status("adult")[0].spent_epsilon == 0.7
-    assert ledger.reserve("adult", "run-1", 1.0, 1e-6).state == "committed"  # a late retry changes nothing
+    assert ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6).state == "committed"  # a late retry changes nothing
     with pytest.raises(LedgerConflictError, match="already committed"):
-        ledger.commit("run-1", 0.8, 1e-6)
+        ledger.commit("run-1", epsilon=0.8, delta=1e-6)
 
     ledger.release("run-2")
     assert ledger.release("run-2").state == "released"
     with pytest.raises(LedgerConflictError, match="released"):
-        ledger.commit("run-2", 0.1)
+        ledger.commit("run-2", epsilon=0.1)
     with pytest.raises(LedgerConflictError, match="released"):
         ledger.mark_read("run-2")
-    reopened = ledger.reserve("adult", "run-2", 1.0, 1e-6)  # e.g. a retried task: checked against the cap again
+    reopened = ledger.reserve("adult", "run-2", epsilon=1.0, delta=1e-6)  # e.g. a retried task: checked against the cap again
     assert reopened.state == "reserved" and not reopened.data_read
     with pytest.raises(InputError, match="no privacy-budget reservation"):
-        ledger.commit("nope", 0.1)
+        ledger.commit("nope", epsilon=0.1)
 
 
 def test_status_totals_are_the_sum_of_the_runs(ledger):
     spends = [0.1, 0.2, 0.3, 0.15, 0.05]
     for i, eps in enumerate(spends):
-        ledger.reserve("adult", f"c{i}", eps + 0.1, 1e-7)
+        ledger.reserve("adult", f"c{i}", epsilon=eps + 0.1, delta=1e-7)
         ledger.mark_read(f"c{i}")
-        ledger.commit(f"c{i}", eps, 1e-7)
-    ledger.reserve("adult", "open", 0.4, 2e-7)
-    ledger.reserve("adult", "gone", 5.0)
+        ledger.commit(f"c{i}", epsilon=eps, delta=1e-7)
+    ledger.reserve("adult", "open", epsilon=0.4, delta=2e-7)
+    ledger.reserve("adult", "gone", epsilon=5.0)
     ledger.release("gone")
-    ledger.reserve("census", "other", 9.0)
+    ledger.reserve("census", "other", epsilon=9.0)
     [pop] = ledger.status("adult")
     assert pop.spent_epsilon == pytest.approx(math.fsum(spends))
     assert pop.spent_epsilon == pytest.approx(math.fsum(r.spent_epsilon for r in pop.runs if r.state == "committed"))
@@ -198,54 +198,57 @@ def test_status_totals_are_the_sum_of_the_runs(ledger):
 
 
 def test_caps_from_the_config_set_and_tighten_but_never_raise(ledger):
-    ledger.reserve("adult", "a", 1.0)  # no cap yet
+    ledger.reserve("adult", "a", epsilon=1.0)  # no cap yet
     assert ledger.status("adult")[0].cap_epsilon is None
-    ledger.reserve("adult", "b", 1.0, cap=5.0)  # sets it
+    ledger.reserve("adult", "b", epsilon=1.0, cap=5.0)  # sets it
     assert ledger.status("adult")[0].cap_epsilon == 5.0
-    ledger.reserve("adult", "c", 1.0, cap=4.0)  # tightens it
+    ledger.reserve("adult", "c", epsilon=1.0, cap=4.0)  # tightens it
     assert ledger.status("adult")[0].cap_epsilon == 4.0
     with pytest.raises(ConfigError, match="above the recorded lifetime cap.*set-cap"):
-        ledger.reserve("adult", "d", 0.5, cap=6.0)
+        ledger.reserve("adult", "d", epsilon=0.5, cap=6.0)
     assert ledger.get("d") is None
     with pytest.raises(PrivacyBudgetExceededError):
-        ledger.reserve("adult", "d", 1.5, cap=4.0)
-    ledger.set_cap("adult", 6.0)  # raising is explicit
-    assert ledger.reserve("adult", "d", 1.5, cap=6.0).state == "reserved"
-    ledger.set_cap("adult", 1.0)  # below what is charged: nothing more fits
+        ledger.reserve("adult", "d", epsilon=1.5, cap=4.0)
+    ledger.set_cap("adult", epsilon=6.0)  # raising is explicit
+    assert ledger.reserve("adult", "d", epsilon=1.5, cap=6.0).state == "reserved"
+    ledger.set_cap("adult", epsilon=1.0)  # below what is charged: nothing more fits
     assert ledger.status("adult")[0].remaining_epsilon == pytest.approx(-3.5)
     with pytest.raises(PrivacyBudgetExceededError, match="0 remains"):
-        ledger.reserve("adult", "e", 0.01)
+        ledger.reserve("adult", "e", epsilon=0.01)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, "1", True])
 def test_invalid_numbers_are_refused(ledger, bad):
     with pytest.raises(InputError):
-        ledger.reserve("adult", "r", bad)
+        ledger.reserve("adult", "r", epsilon=bad)
     with pytest.raises(InputError):
-        ledger.set_cap("adult", bad)
+        ledger.set_cap("adult", epsilon=bad)
     assert ledger.status() == []
 
 
 def test_invalid_names_and_delta_are_refused(ledger):
-    for args in (("", "r", 1.0), ("adult", " ", 1.0), ("adult", "r", 1.0, 1.5)):
+    for args, kw in ((("", "r"), {"epsilon": 1.0}), (("adult", " "), {"epsilon": 1.0}),
+                     (("adult", "r"), {"epsilon": 1.0, "delta": 1.5})):
         with pytest.raises(InputError):
-            ledger.reserve(*args)
+            ledger.reserve(*args, **kw)
+    with pytest.raises(TypeError):  # ε and δ are keyword-only: two floats in a row cannot be swapped by accident
+        ledger.reserve("adult", "r", 1.0, 1e-6)
     with pytest.raises(InputError):
-        ledger.set_cap("adult", 1.0, 2.0)
+        ledger.set_cap("adult", epsilon=1.0, delta=2.0)
 
 
 # -- processes -----------------------------------------------------------------------------------
 _RACE = """
 import sys, time
 from pathlib import Path
-from dpsyn.budget import BudgetLedger, PrivacyBudgetExceededError
+from dpsyn.privacy.budget import BudgetLedger, PrivacyBudgetExceededError
 url, run_id, go = sys.argv[1:4]
 ledger = BudgetLedger(url)
 print("ready", flush=True)
 while not Path(go).exists():
     time.sleep(0.002)
 try:
-    ledger.reserve("race", run_id, 1.0, cap=2.5)
+    ledger.reserve("race", run_id, epsilon=1.0, cap=2.5)
 except PrivacyBudgetExceededError:
     sys.exit(3)
 """
@@ -274,13 +277,13 @@ def test_four_processes_racing_for_the_last_of_the_budget(url, tmp_path):
 
 _TRAIN = """
 import sys, time
-from dpsyn.budget import BudgetLedger
+from dpsyn.privacy.budget import BudgetLedger
 ledger = BudgetLedger(sys.argv[1])
-ledger.reserve("adult", "killed-run", 1.5, 1e-6, cap=4.0, note="mlflow 0123")
+ledger.reserve("adult", "killed-run", epsilon=1.5, delta=1e-6, cap=4.0, note="mlflow 0123")
 ledger.mark_read("killed-run")
 print("training", flush=True)
 time.sleep(300)
-ledger.commit("killed-run", 1.5, 1e-6)
+ledger.commit("killed-run", epsilon=1.5, delta=1e-6)
 """
 
 
@@ -303,8 +306,8 @@ def test_a_run_killed_while_training_stays_charged(url):
     with pytest.raises(LedgerConflictError):
         ledger.release("killed-run")
     with pytest.raises(PrivacyBudgetExceededError):
-        ledger.reserve("adult", "next", 3.0)
-    assert ledger.reserve("adult", "next", 2.5).state == "reserved"
+        ledger.reserve("adult", "next", epsilon=3.0)
+    assert ledger.reserve("adult", "next", epsilon=2.5).state == "reserved"
 
 
 # -- CLI -----------------------------------------------------------------------------------------
@@ -317,11 +320,11 @@ def cli():
 
 
 def test_cli_show_json_and_text(cli, ledger, url):
-    ledger.reserve("adult", "run-1", 1.0, 1e-6, cap=3.0, note="mlflow [abc]")
+    ledger.reserve("adult", "run-1", epsilon=1.0, delta=1e-6, cap=3.0, note="mlflow [abc]")
     ledger.mark_read("run-1")
-    ledger.commit("run-1", 0.9, 1e-6)
-    ledger.reserve("adult", "run-2", 0.5, purpose="drift-check")
-    ledger.reserve("census", "run-3", 2.0)
+    ledger.commit("run-1", epsilon=0.9, delta=1e-6)
+    ledger.reserve("adult", "run-2", epsilon=0.5, purpose="drift-check")
+    ledger.reserve("census", "run-3", epsilon=2.0)
 
     res = cli("show", "--ledger", url, "--json")
     assert res.exit_code == 0, res.output

@@ -1,4 +1,4 @@
-"""dpsyn.scale (partitions of an input file and merging what they produce) and the gate's exact counts.
+"""dpsyn.pipeline's partitions (of an input file) and merging what they produce, and the gate's exact counts.
 
 The partitioned pipeline must produce exactly what the unpartitioned one does: the same rows, the same
 training-batch hash, the same noiseless gate and drift statistics (hence, with the same noise, the same
@@ -11,19 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpsyn.config import ScaleConfig
 from dpsyn.errors import InputError, PIIResidualError, SchemaError
 from dpsyn.io import frame_sha256, read_table
+from dpsyn.pipeline.merge import batch_id_of, merge_parquet, merge_scrub_reports, row_hashes
+from dpsyn.pipeline.partition import partition_seed, plan_partitions, read_partition
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.scale import (
-    ScaleConfig,
-    batch_id_of,
-    merge_parquet,
-    merge_scrub_reports,
-    partition_seed,
-    plan_partitions,
-    read_partition,
-    row_hashes,
-)
 from dpsyn.schema import parse_schema
 from dpsyn.validation import (
     ValidationConfig,
@@ -275,7 +268,7 @@ def test_partition_seeds_and_cluster_settings():
 
 def test_masked_partitions_share_one_date_resolution():
     """pandas infers a date column's resolution from each partition's strings; the partitions must agree."""
-    from dpsyn.scale import mask_partition
+    from dpsyn.pipeline.prepare import mask_frame
 
     schema = parse_schema("""
 schema_version: 1
@@ -289,6 +282,6 @@ columns:
     parts = [coerce_to_schema(pd.DataFrame({"seen": v, "grp": ["a", "b"]}), schema)
              for v in ([None, None], ["2020-01-01", None], ["2020-01-01 10:00:00.123456789", None])]
     assert len({str(p["seen"].dtype) for p in parts}) > 1  # what pandas does on its own
-    out = [mask_partition(p, schema) for p in parts]
-    assert len({tuple(o.dtypes) for o in out}) == 1 and out[0].dtypes[0] == "datetime64[us]"
-    assert out[2].train["seen"].iloc[0] == pd.Timestamp("2020-01-01 10:00:00.123456")
+    out = [mask_frame(p, schema)[0] for p in parts]
+    assert len({tuple(map(str, o.dtypes)) for o in out}) == 1 and str(out[0].dtypes.iloc[0]) == "datetime64[us]"
+    assert out[2]["seen"].iloc[0] == pd.Timestamp("2020-01-01 10:00:00.123456")

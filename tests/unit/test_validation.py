@@ -162,7 +162,7 @@ def test_noise_std_is_sigma_sqrt_k_over_n_minus_1(identical_run, adult_sample, a
     sigma = acct.ledger[0].noise_multiplier
     hists = len(report.histograms)  # each column's share vector: L2 sensitivity √2/(n−1), weight 1
     assert hists == 15
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     sizes = DiscreteEncoder(adult_schema).sizes
     cfg = ValidationConfig()
@@ -316,7 +316,7 @@ def test_a_column_shuffled_against_the_rest_fails_a_pair_check(adult_sample, adu
 
 def test_histograms_hold_public_labels_and_noisy_real_shares(small_schema):
     """Plots need the real distribution: it is released with the same Gaussian mechanism, over public labels."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     rng = np.random.default_rng(5)
     real, synth = _random_small(rng, 400), _random_small(rng, 300)

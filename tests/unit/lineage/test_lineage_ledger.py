@@ -103,8 +103,25 @@ def test_reading_a_missing_ledger_creates_nothing(tmp_path):
 def test_a_corrupt_ledger_is_a_clear_error(tmp_path):
     p = tmp_path / "bad.db"
     p.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(InputError, match="cannot be used"):
+    with pytest.raises(InputError, match="cannot be (opened|used)"):
         Ledger(str(p)).get("0" * 16)
+
+
+def test_a_database_that_is_not_a_lineage_ledger_is_refused(tmp_path):
+    """Both ledgers share dpsyn.sqlite: a SQLite file holding other tables is never written into."""
+    import sqlite3
+
+    p = tmp_path / "other.db"
+    con = sqlite3.connect(p)
+    con.execute("CREATE TABLE patients (id INTEGER)")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="not a dpsyn lineage ledger"):
+        Ledger(str(p)).get("0" * 16)
+    with pytest.raises(InputError, match="not a dpsyn lineage ledger"):
+        Ledger(str(p)).set_model_version("r", name="m", version="1")
+    con = sqlite3.connect(p)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["patients"]
 
 
 def test_the_ledger_holds_no_secret(ledger):

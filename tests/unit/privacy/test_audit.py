@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsyn.privacy.audit import canary_dcr_scores, epsilon_lower_bound, make_canaries, p_value, run_audit
+from dpsyn.audit.canaries import canary_dcr_scores, epsilon_lower_bound, make_canaries, p_value, run_audit
 
 
 def test_p_value_is_the_binomial_tail_when_delta_is_zero():

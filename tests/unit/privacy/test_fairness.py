@@ -1,12 +1,11 @@
-"""Group privacy-fairness audit (dpsyn.privacy.fairness): the game, the advantage, the metrics."""
+"""Group privacy-fairness audit (dpsyn.audit.fairness): the game, the advantage, the metrics."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpsyn.errors import ConfigError
-from dpsyn.privacy.fairness import (
+from dpsyn.audit.fairness import (
     delta_interval,
     demographic_parity_difference,
     equalized_odds_difference,
@@ -14,6 +13,7 @@ from dpsyn.privacy.fairness import (
     per_sample_advantage,
     plot_group_risk,
 )
+from dpsyn.errors import ConfigError
 
 
 def test_advantage_is_one_for_a_perfectly_separable_row_and_near_zero_for_an_unaffected_one():

@@ -1,4 +1,4 @@
-"""DP-SGD-S (dpsyn.privacy.group_clip): noisy per-group quantiles, bounds, and the accounting of a run."""
+"""DP-SGD-S (dpsyn.synth.group_clip): noisy per-group quantiles, bounds, and the accounting of a run."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.privacy.group_clip import (
+from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
+from dpsyn.synth.group_clip import (
     SIZES_LABEL,
     GroupClipConfig,
     GroupClipper,
@@ -18,7 +19,6 @@ from dpsyn.privacy.group_clip import (
     plan_group_sizes,
     split_noise,
 )
-from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
 
 ONE = dict(floor=0.05, compensate=0.0, rarity=0.0)  # defaults off, so a test sees one mechanism at a time
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsyn.budget import BudgetLedger, population_of, reservation
 from dpsyn.errors import ConfigError
 from dpsyn.privacy import (
     COUNT_LABEL,
@@ -18,6 +17,7 @@ from dpsyn.privacy import (
     plan_counts,
     release_counts,
 )
+from dpsyn.privacy.budget import BudgetLedger, population_of, reservation
 
 pytestmark = [pytest.mark.filterwarnings("ignore::dpsyn.errors.InsecureRNGWarning")]
 
@@ -99,7 +99,7 @@ def test_a_capped_run_needs_a_declared_population(adult_schema):
 def test_group_bounds_in_float32_never_exceed_the_float64_bound_of_the_noise():
     import torch
 
-    from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper, float32_floor
+    from dpsyn.synth.group_clip import GroupClipConfig, GroupClipper, float32_floor
 
     x = np.array([0.1, 1 / 3, 0.7, 1.0, 2.5e-3])
     f = float32_floor(x)

@@ -1,11 +1,11 @@
-"""Privacy-risk diagnostics (dpsyn.privacy.risk): each attack must catch a leaky control and not a private one."""
+"""Privacy-risk diagnostics (dpsyn.audit.risk): each attack must catch a leaky control and not a private one."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpsyn.privacy.risk import (
+from dpsyn.audit.risk import (
     attribute_inference,
     dcr_diagnostic,
     hamming_dcr,

@@ -50,7 +50,7 @@ def test_log_likelihood_scores_rows(name, adult_sample, adult_schema):
     ll = synth.log_likelihood(adult_sample.iloc[:50])
     assert ll.shape == (50,) and np.all(np.isfinite(ll)) and np.all(ll < 0)
     # a record made of the rarest codes is less likely than the data's own rows
-    from dpsyn.privacy.audit import make_canaries
+    from dpsyn.audit.canaries import make_canaries
 
     odd = make_canaries(adult_schema, 50, rng=np.random.default_rng(0))
     assert np.median(synth.log_likelihood(odd)) < np.median(ll)

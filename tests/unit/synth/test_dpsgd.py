@@ -8,10 +8,10 @@ import torch
 from torch import nn
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
-from dpsyn.privacy.group_clip import GroupClipConfig, GroupClipper
+from dpsyn.synth.bookkeeping import BookKeeping, bk_layers
 from dpsyn.synth.dpgen import _ARNet, _one_hot
 from dpsyn.synth.dpsgd import steps_and_rate, train_dpsgd
-from dpsyn.synth.fastclip import BookKeeping, bk_layers
+from dpsyn.synth.group_clip import GroupClipConfig, GroupClipper
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dpsyn.errors.InsecureRNGWarning"),
@@ -232,8 +232,8 @@ def test_a_loss_that_is_not_per_row_is_not_bookkept():
 
 
 def test_dpsyn_models_take_the_bookkeeping_path():
+    from dpsyn.synth.classifier import train_classifier
     from dpsyn.synth.dpgen import DPGenConfig, fit_ar_net
-    from dpsyn.synth.task import train_task_model
 
     codes = _codes(120).numpy()
     acct = PrivacyAccountant(epsilon=4.0, delta=1e-5)
@@ -241,7 +241,7 @@ def test_dpsyn_models_take_the_bookkeeping_path():
                      noise=NoiseSource(secure=False, seed=0), label="gen", public_rows=len(codes))
     assert net.dp_clipping_ == "bookkeeping"
     for hidden in (0, 8):  # dpdsyn's task model, the utility check's and the fairness audit's
-        task = train_task_model(codes, SIZES[:-1], SIZES[-1], hidden=hidden, accountant=acct,
+        task = train_classifier(codes, SIZES[:-1], SIZES[-1], hidden=hidden, accountant=acct,
                                 noise=NoiseSource(secure=False, seed=0), noise_multiplier=1.0, batch_size=40,
                                 epochs=1, max_grad_norm=1.0, lr=0.01, label=f"task{hidden}", public_rows=len(codes))
         assert task.dp_clipping_ == "bookkeeping"

@@ -87,7 +87,7 @@ def test_categorical_mark_is_detected_when_asked_for(marked_with_categories, adu
 
 def test_no_value_leaves_its_public_bin(adult_sample, adult_schema, marked):
     """The mark lives below the schema's public resolution: the synthesizers' encoding is unchanged."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(adult_schema)
     assert (enc.encode(adult_sample) == enc.encode(marked[0])).all()

@@ -132,7 +132,7 @@ def shadow_mia(
     """
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     rng = np.random.default_rng(seed)
     enc = DiscreteEncoder(schema)
@@ -198,7 +198,7 @@ def _true_value_prob(clf, x: np.ndarray, rest: list[int], j: int) -> tuple[np.nd
 
 def _encoded_sets(train, holdout, synth, schema, seed):
     """The encoder, an rng, and equal-size encoded samples of members and non-members, plus the synthetic codes."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema)
     rng = np.random.default_rng(seed)

@@ -5,7 +5,7 @@
 
 1. reads and masks the table (L1 columns dropped), splits off a seeded
    holdout (or reads ``test``), and draws ``rows`` training rows;
-2. runs :func:`~dpsyn.privacy.fairness.group_privacy_audit` with a trainer
+2. runs :func:`~dpsyn.audit.fairness.group_privacy_audit` with a trainer
    that fits the chosen model at (ε, δ) on each round's members; the loss is
    the task model's cross-entropy of the row's label, or dpdsyn's negative
    log-likelihood of the row;
@@ -22,72 +22,21 @@ columns: the schema's bins).
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel
 
-from dpsyn.errors import ConfigError
-from dpsyn.privacy.fairness import (
+from dpsyn.audit.fairness import (
     GroupRiskReport,
     demographic_parity_difference,
     equalized_odds_difference,
     group_privacy_audit,
 )
+from dpsyn.config import FairnessAuditConfig
+from dpsyn.errors import ConfigError
 
 __all__ = ["FairnessAuditConfig", "FairnessAuditResult", "run_fairness_audit"]
-
-
-class FairnessAuditConfig(BaseModel):
-    """One fairness audit: data, group, model, training method, budget, rounds."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    data: Path = Field(description="The sensitive table (CSV or Parquet). Never modified.")
-    table_schema: str = Field(description="A schema YAML path, or the name of a shipped schema.")
-    group: str = Field(description="Categorical (or binned numeric) column whose values are the groups.")
-    test: Path | None = Field(default=None, description="Held-out real rows for utility; default: a seeded split.")
-    model: Literal["task", "dpdsyn"] = Field(default="task", description="task: the DP task model; dpdsyn: the synthesizer.")
-    method: Literal["dpsgd", "dpsgd-s"] = Field(default="dpsgd", description="dpsgd-s: group-adaptive clipping.")
-    compare: bool = Field(default=False, description="Flow and CLI: audit the other method too, side by side.")
-    epsilon: float = Field(default=10.0, gt=0)
-    delta: float | None = Field(default=None, gt=0, lt=1, description="Default: 1/(10 n) of the training rows.")
-    rounds: int = Field(default=20, ge=2, le=10000, description="R: 2R models are trained.")
-    rows: int | None = Field(default=2000, ge=20, description="Training rows drawn for the audit (None: all).")
-    audit_rows: int | None = Field(default=None, ge=2, description="Rows whose membership is randomised (None: all).")
-    holdout_share: float = Field(default=0.2, gt=0, lt=1)
-    positive: str | None = Field(default=None, description="Target value scored as positive (default: the last).")
-    min_group_rows: int = Field(default=10, ge=1, description="Smaller groups are reported but left out of Δ.")
-    seed: int = 0
-    accountant: Literal["prv", "rdp"] = Field(default="prv", description="Opacus accountant of every audited model.")
-    secure_rng: bool = Field(default=False, description="CSPRNG noise (slower); the audit's models are never released.")
-    # the task model (a DP logistic regression over the public one-hot encoding, as in dpdsyn)
-    threads: int = Field(default=1, ge=1, description="torch threads (small models run fastest on one).")
-    epochs: int = Field(default=20, ge=1)
-    batch_size: int = Field(default=128, ge=8)
-    lr: float = Field(default=0.05, gt=0)
-    max_grad_norm: float = Field(default=1.0, gt=0)
-    group_clip: dict[str, Any] = Field(default_factory=dict, description="GroupClipConfig settings other than column.")
-    synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="dpdsyn settings (model dpdsyn).")
-    experiment: str = Field(default="dpsyn-fairness", description="MLflow experiment (flow only).")
-    population: str | None = Field(
-        default=None, description="The population the rows belong to (default: the schema's `population`, else its "
-        "name): the flow records the audit's non-DP read in its budget ledger.")
-    ledger_url: str | None = Field(default=None, description="Budget ledger (default $DPSYN_BUDGET_URL).")
-
-    @field_validator("group_clip")
-    @classmethod
-    def _valid_group_clip(cls, v: dict[str, Any]) -> dict[str, Any]:
-        from pydantic import ValidationError
-
-        from dpsyn.privacy.group_clip import GroupClipConfig
-
-        try:  # unknown keys and bad values fail here, before any model is trained
-            GroupClipConfig(column="_", **v)
-        except ValidationError as e:
-            raise ValueError("; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())) from None
-        return v
 
 
 class FairnessAuditResult(BaseModel):
@@ -130,7 +79,7 @@ def _load(cfg: FairnessAuditConfig):
 
 
 def _group_clip(cfg: FairnessAuditConfig):
-    from dpsyn.privacy.group_clip import GroupClipConfig
+    from dpsyn.synth.group_clip import GroupClipConfig
 
     return GroupClipConfig(column=cfg.group, **cfg.group_clip) if cfg.method == "dpsgd-s" else None
 
@@ -143,7 +92,7 @@ def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: 
     Cached: the audit trains many same-size models.
     """
     from dpsyn.privacy import PrivacyAccountant
-    from dpsyn.privacy.group_clip import SIZES_LABEL, GroupClipConfig, plan_group_sizes
+    from dpsyn.synth.group_clip import SIZES_LABEL, GroupClipConfig, plan_group_sizes
 
     acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
     # the config only carries size_share here (a cached function takes hashable arguments)
@@ -168,10 +117,10 @@ class _TaskTrainer:
         import torch
 
         from dpsyn.privacy import NoiseSource, PrivacyAccountant
-        from dpsyn.privacy.group_clip import measure_group_sizes
+        from dpsyn.synth.classifier import train_classifier
         from dpsyn.synth.dpgen import group_clipper
         from dpsyn.synth.dpsgd import steps_and_rate
-        from dpsyn.synth.task import train_task_model
+        from dpsyn.synth.group_clip import measure_group_sizes
 
         cfg, fs, k = self.cfg, self.sizes[:-1], self.sizes[-1]
         codes = self.codes[rows]
@@ -185,7 +134,7 @@ class _TaskTrainer:
         group_sizes = measure_group_sizes(codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise)
         clipper = group_clipper(gc, n_groups, cfg.max_grad_norm, sizes=group_sizes)
         torch.manual_seed(seed)
-        net = train_task_model(
+        net = train_classifier(
             codes, fs, k, accountant=acct, noise=noise, noise_multiplier=sigma,
             batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
             label="fairness.task", public_rows=len(rows),  # an owner-side audit model: its size is the game's
@@ -199,9 +148,9 @@ class _TaskTrainer:
         return net
 
     def log_probs(self, net, codes: np.ndarray) -> np.ndarray:
-        from dpsyn.synth.task import task_log_probs
+        from dpsyn.synth.classifier import classifier_log_probs
 
-        return task_log_probs(net, codes[:, :-1], self.sizes[:-1])
+        return classifier_log_probs(net, codes[:, :-1], self.sizes[:-1])
 
     def __call__(self, rows: np.ndarray, seed: int):
         net = self.fit(rows, seed)
@@ -246,7 +195,7 @@ def run_fairness_audit(cfg: FairnessAuditConfig) -> FairnessAuditResult:
     import torch
     from sklearn.metrics import roc_auc_score
 
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
     from dpsyn.validation.utility import positive_label
 
     torch.set_num_threads(cfg.threads)

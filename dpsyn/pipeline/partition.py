@@ -19,13 +19,30 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from dpsyn.errors import InputError, SchemaError
 from dpsyn.io import check_file, coerce_to_schema, file_format, parse_csv_bytes, read_table
-from dpsyn.scale.config import Partition
 from dpsyn.schema import TableSchema
 
-__all__ = ["partition_seed", "plan_partitions", "read_partition"]
+__all__ = ["Partition", "partition_seed", "plan_partitions", "read_partition"]
+
+
+class Partition(BaseModel):
+    """Where one partition lies in the input file: byte ranges or row groups, never values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    index: int = Field(ge=0)
+    count: int = Field(ge=1, description="Partitions of the table.")
+    format: str  # "csv", "parquet" or "whole"
+    rows: int = Field(default=0, ge=0, description="Data records in this partition (Parquet: exact; CSV: records).")
+    start: int = 0  # csv: byte range of the partition's records
+    end: int = 0
+    first_line: int = 1  # csv: line number of the first record
+    header_end: int = 0  # csv: bytes of the header part (leading comment lines and the header line)
+    header_lines: int = 0
+    row_groups: list[int] = Field(default_factory=list)  # parquet
 
 
 def plan_partitions(path: str | Path, schema: TableSchema, rows: int) -> list[Partition]:

@@ -19,7 +19,7 @@ threshold it chose). Per-row advantage adv_i = TPR_i − FPR_i;
 group privacy risk GPR_k = mean adv_i over the group; Δ = max GPR − min GPR.
 
 The audit reads private rows without noise and trains 2R models on them: it
-is an owner-side review tool, like :mod:`dpsyn.privacy.risk`. Its outputs are
+is an owner-side review tool, like :mod:`dpsyn.audit.risk`. Its outputs are
 per-group aggregates (no row values), not DP releases (docs/privacy.md).
 """
 

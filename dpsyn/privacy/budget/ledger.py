@@ -56,19 +56,16 @@ value.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, computed_field
 
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
 from dpsyn.home import sqlite_file
+from dpsyn.privacy.budget.models import Access, PopulationBudget, Reservation
+from dpsyn.sqlite import connect
 
 __all__ = [
     "BUDGET_ENV",
@@ -84,10 +81,8 @@ logger = logging.getLogger(__name__)
 
 BUDGET_ENV = "DPSYN_BUDGET_URL"
 BUDGET_VERSION = 1
-BUSY_TIMEOUT_S = 30.0
 _REL_TOL = 1e-9
 
-State = Literal["reserved", "committed", "released"]
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS meta (
@@ -169,79 +164,6 @@ def _check_name(value: str, what: str) -> None:
         raise InputError(f"{what} must be a non-empty string")
 
 
-class Reservation(BaseModel):
-    """One run's entry: what it reserved, what it spent, and where it stands."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    population: str
-    purpose: str
-    state: State
-    reserved_epsilon: float
-    reserved_delta: float
-    spent_epsilon: float | None = None
-    spent_delta: float | None = None
-    read_at: str | None = None
-    note: str = ""
-    created_at: str
-    updated_at: str
-
-    @computed_field
-    @property
-    def data_read(self) -> bool:
-        """Whether the run was marked as having read private data (it can then no longer be released)."""
-        return self.read_at is not None
-
-    @computed_field
-    @property
-    def charged_epsilon(self) -> float:
-        """What this run counts against the cap: reserved ε while open, spent ε once committed, 0 if released."""
-        if self.state == "reserved":
-            return self.reserved_epsilon
-        if self.state == "committed":
-            return self.spent_epsilon or 0.0
-        return 0.0
-
-    @computed_field
-    @property
-    def charged_delta(self) -> float:
-        if self.state == "reserved":
-            return self.reserved_delta
-        if self.state == "committed":
-            return self.spent_delta or 0.0
-        return 0.0
-
-
-class Access(BaseModel):
-    """A non-DP read of a population by an owner-side tool (recorded, not charged)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    access_id: int
-    population: str
-    tool: str
-    note: str = ""
-    created_at: str
-
-
-class PopulationBudget(BaseModel):
-    """A population's cap and totals (basic composition), with the runs behind them."""
-
-    population: str
-    cap_epsilon: float | None
-    cap_delta: float | None
-    spent_epsilon: float
-    reserved_epsilon: float
-    remaining_epsilon: float | None
-    spent_delta: float
-    reserved_delta: float
-    remaining_delta: float | None
-    cap_set_at: str | None = None
-    runs: list[Reservation]
-    accesses: list[Access] = []
-
-
 def _reservation(row: sqlite3.Row) -> Reservation:
     return Reservation(**dict(zip(row.keys(), tuple(row), strict=True)))
 
@@ -266,61 +188,13 @@ class BudgetLedger:
     def __repr__(self) -> str:
         return f"BudgetLedger({str(self.path)!r})"
 
-    # -- connection -------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _connect(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (schema included).
-
-        Reading a ledger that does not exist yet (or an empty file) reads an empty one.
-        """
-        conn = None
-        try:
-            if write or self.path.exists():
-                if write:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-                conn.row_factory = sqlite3.Row
-                if not write:
-                    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                    if "reservations" not in tables:
-                        conn.close()
-                        conn = None
-                        if tables:
-                            raise InputError(f"{self.path} is not a dpsyn budget ledger (it holds other tables)")
-            if conn is None:
-                conn = sqlite3.connect(":memory:", isolation_level=None)
-                conn.row_factory = sqlite3.Row
-                for stmt in _SCHEMA:
-                    conn.execute(stmt)
-        except (sqlite3.DatabaseError, OSError) as e:
-            if conn is not None:
-                conn.close()
-            raise InputError(f"budget ledger {self.path} cannot be opened ({type(e).__name__})") from None
-        try:
-            conn.execute("PRAGMA foreign_keys = ON")
-            if write:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for stmt in _SCHEMA:
-                        conn.execute(stmt)
-                    conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('budget_version', ?)",
-                                 (str(BUDGET_VERSION),))
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            else:
-                yield conn
-        except sqlite3.IntegrityError:
-            raise LedgerConflictError(f"budget ledger {self.path}: the change contradicts a stored record") from None
-        except sqlite3.DatabaseError as e:
-            raise InputError(f"budget ledger {self.path} cannot be used ({type(e).__name__})") from None
-        finally:
-            conn.close()
+    def _connect(self, *, write: bool):
+        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (dpsyn.sqlite)."""
+        return connect(self.path, write=write, schema=_SCHEMA, required_table="reservations", what="budget ledger",
+                       version=("budget_version", str(BUDGET_VERSION)))
 
     # -- writes -----------------------------------------------------------------------------
-    def set_cap(self, population: str, epsilon: float | None, delta: float | None = None) -> None:
+    def set_cap(self, population: str, *, epsilon: float | None, delta: float | None = None) -> None:
         """Set the lifetime cap of ``population`` (``None``: no cap). The only way to raise or remove a cap.
 
         Both caps are set as given: ``delta=None`` means no δ cap. A cap below
@@ -343,9 +217,9 @@ class BudgetLedger:
         self,
         population: str,
         run_id: str,
+        *,
         epsilon: float,
         delta: float = 0.0,
-        *,
         cap: float | None = None,
         cap_delta: float | None = None,
         purpose: str = "synthesize",
@@ -432,7 +306,7 @@ class BudgetLedger:
             if row["read_at"] is None:
                 db.execute("UPDATE reservations SET read_at = ?, updated_at = ? WHERE run_id = ?", (now, now, run_id))
 
-    def commit(self, run_id: str, epsilon: float, delta: float = 0.0, *, note: str | None = None) -> Reservation:
+    def commit(self, run_id: str, *, epsilon: float, delta: float = 0.0, note: str | None = None) -> Reservation:
         """Record what ``run_id`` actually spent (at most what it reserved); the rest of its reservation is freed.
 
         Committing again with the same spend is a no-op; with another spend it

@@ -71,7 +71,7 @@ def epsilon_lower_bound(m: int, r: int, v: int, *, delta: float, beta: float = 0
 
 def make_canaries(schema: TableSchema, m: int, *, rng: np.random.Generator) -> pd.DataFrame:
     """``m`` records drawn uniformly over the schema's public encoding (decoded to values)."""
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema)
     codes = np.stack([rng.integers(0, k, m) for k in enc.sizes], axis=1)
@@ -81,8 +81,8 @@ def make_canaries(schema: TableSchema, m: int, *, rng: np.random.Generator) -> p
 def canary_dcr_scores(canaries: pd.DataFrame, synthetic: pd.DataFrame, schema: TableSchema,
                       *, chunk: int = 256) -> np.ndarray:
     """Black-box score: minus the Hamming distance (over the public encoding) to the closest synthetic record."""
-    from dpsyn.privacy.risk import hamming_dcr
-    from dpsyn.synth.encoding import DiscreteEncoder
+    from dpsyn.audit.risk import hamming_dcr
+    from dpsyn.encoding import DiscreteEncoder
 
     enc = DiscreteEncoder(schema)
     return -hamming_dcr(enc.encode(canaries[enc.names]), enc.encode(synthetic[enc.names]), chunk=chunk).astype(float)

@@ -5,7 +5,7 @@ DP estimate of p(y | x): dpdsyn's labels, the validation gate's DP reference mod
 fairness audit and the utility benchmark's DP-SGD-on-real rows. They train the same model the same way,
 so their numbers compare.
 
-Codes follow :class:`dpsyn.synth.encoding.DiscreteEncoder` with the target's code in the last column.
+Codes follow :class:`dpsyn.encoding.DiscreteEncoder` with the target's code in the last column.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from torch import nn
 from dpsyn.synth.dpgen import _one_hot
 from dpsyn.synth.dpsgd import train_dpsgd
 
-__all__ = ["task_log_probs", "task_net", "train_task_model"]
+__all__ = ["classifier_log_probs", "classifier_net", "train_classifier"]
 
 
-def task_net(d_in: int, k: int, hidden: int = 0) -> nn.Module:
+def classifier_net(d_in: int, k: int, hidden: int = 0) -> nn.Module:
     """Logistic regression (``hidden`` 0) or a one-hidden-layer MLP from ``d_in`` one-hot inputs to ``k`` logits."""
     if hidden <= 0:
         return nn.Sequential(nn.Linear(d_in, k))
     return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, k))
 
 
-def train_task_model(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, accountant, noise,
+def train_classifier(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, accountant, noise,
                      noise_multiplier: float, batch_size: int, epochs: int, max_grad_norm: float, lr: float,
                      label: str, public_rows: int, ema_decay: float = 0.0, groups=None,
                      group_clip=None) -> nn.Module:
@@ -43,7 +43,7 @@ def train_task_model(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, a
         return criterion(model(_one_hot(xb[:, :-1], feat_sizes)), xb[:, -1])
 
     net = train_dpsgd(
-        task_net(sum(feat_sizes), k, hidden), data=data, loss_fn=loss, accountant=accountant, noise=noise,
+        classifier_net(sum(feat_sizes), k, hidden), data=data, loss_fn=loss, accountant=accountant, noise=noise,
         noise_multiplier=noise_multiplier, batch_size=batch_size, epochs=epochs, max_grad_norm=max_grad_norm,
         lr=lr, label=label, public_rows=public_rows, ema_decay=ema_decay,
         groups=None if groups is None else torch.as_tensor(np.asarray(groups, dtype=np.int64)),
@@ -54,7 +54,7 @@ def train_task_model(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, a
 
 
 @torch.no_grad()
-def task_log_probs(net: nn.Module, feats: np.ndarray, feat_sizes: list[int]) -> np.ndarray:
+def classifier_log_probs(net: nn.Module, feats: np.ndarray, feat_sizes: list[int]) -> np.ndarray:
     """log p(y | x) (float64, one row per row of feature codes ``feats``) under a task model."""
     x = _one_hot(torch.as_tensor(np.asarray(feats, dtype=np.int64)), feat_sizes)
     return torch.log_softmax(net(x).double(), dim=1).numpy()

@@ -6,7 +6,7 @@ import pytest
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import ConfigError
-from tasks.stages import check_guarantee
+from dpsyn.pipeline.lifecycle import check_guarantee
 
 
 def _cfg(**kw):

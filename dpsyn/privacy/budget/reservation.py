@@ -13,7 +13,7 @@ On leaving the block:
 * the block raised after the read: the **whole reservation** is committed. Whether a run stops, and where,
   depends on the private rows (a failed check, a value outside the domain), so a failure is charged what the run
   planned to spend, never less;
-* the process died (SIGKILL): the reservation stays open and counts in full (dpsyn/budget/ledger.py).
+* the process died (SIGKILL): the reservation stays open and counts in full (dpsyn/privacy/budget/ledger.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from dpsyn.budget.ledger import BudgetLedger, Reservation
+from dpsyn.privacy.budget.ledger import BudgetLedger, Reservation
 
 __all__ = ["BudgetRun", "population_of", "reservation"]
 
@@ -69,9 +69,9 @@ class BudgetRun:
         if not self.read:
             return self.ledger.release(self.run_id)
         if failed or self.spent is None:
-            return self.ledger.commit(self.run_id, self.reserved.reserved_epsilon, self.reserved.reserved_delta,
-                                      note=note)
-        return self.ledger.commit(self.run_id, *self.spent, note=note)
+            return self.ledger.commit(self.run_id, epsilon=self.reserved.reserved_epsilon,
+                                      delta=self.reserved.reserved_delta, note=note)
+        return self.ledger.commit(self.run_id, epsilon=self.spent[0], delta=self.spent[1], note=note)
 
 
 @contextlib.contextmanager
@@ -81,8 +81,8 @@ def reservation(ledger_url: str | None, population: str, run_id: str, *, epsilon
     it as the module docstring says. Raises :class:`~dpsyn.errors.PrivacyBudgetExceededError` before anything
     runs if the reservation does not fit the lifetime cap."""
     ledger = BudgetLedger(ledger_url)
-    run = BudgetRun(ledger, run_id, ledger.reserve(population, run_id, epsilon, delta, cap=cap, purpose=purpose,
-                                                   note=note))
+    run = BudgetRun(ledger, run_id, ledger.reserve(population, run_id, epsilon=epsilon, delta=delta, cap=cap,
+                                                   purpose=purpose, note=note))
     try:
         yield run
     except BaseException:

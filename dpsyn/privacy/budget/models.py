@@ -1,0 +1,84 @@
+"""The budget ledger's records (pydantic): a run's reservation, a non-DP access, a population's totals."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+__all__ = ["Access", "PopulationBudget", "Reservation", "State"]
+
+State = Literal["reserved", "committed", "released"]
+
+
+class Reservation(BaseModel):
+    """One run's entry: what it reserved, what it spent, and where it stands."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    population: str
+    purpose: str
+    state: State
+    reserved_epsilon: float
+    reserved_delta: float
+    spent_epsilon: float | None = None
+    spent_delta: float | None = None
+    read_at: str | None = None
+    note: str = ""
+    created_at: str
+    updated_at: str
+
+    @computed_field
+    @property
+    def data_read(self) -> bool:
+        """Whether the run was marked as having read private data (it can then no longer be released)."""
+        return self.read_at is not None
+
+    @computed_field
+    @property
+    def charged_epsilon(self) -> float:
+        """What this run counts against the cap: reserved ε while open, spent ε once committed, 0 if released."""
+        if self.state == "reserved":
+            return self.reserved_epsilon
+        if self.state == "committed":
+            return self.spent_epsilon or 0.0
+        return 0.0
+
+    @computed_field
+    @property
+    def charged_delta(self) -> float:
+        if self.state == "reserved":
+            return self.reserved_delta
+        if self.state == "committed":
+            return self.spent_delta or 0.0
+        return 0.0
+
+
+class Access(BaseModel):
+    """A non-DP read of a population by an owner-side tool (recorded, not charged)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    access_id: int
+    population: str
+    tool: str
+    note: str = ""
+    created_at: str
+
+
+class PopulationBudget(BaseModel):
+    """A population's cap and totals (basic composition), with the runs behind them."""
+
+    population: str
+    cap_epsilon: float | None
+    cap_delta: float | None
+    spent_epsilon: float
+    reserved_epsilon: float
+    remaining_epsilon: float | None
+    spent_delta: float
+    reserved_delta: float
+    remaining_delta: float | None
+    cap_set_at: str | None = None
+    runs: list[Reservation]
+    accesses: list[Access] = []

@@ -1,0 +1,87 @@
+"""What every ``dpsyn`` command shares: exit codes, one-line errors, option types, the embedded defaults.
+
+The command modules import from here, and ``dpsyn_cli.main`` imports the command modules: no module of the CLI
+imports ``main``, so the CLI has no import circle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["EXIT_CHECK", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle",
+           "set_env_defaults"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
+LedgerOpt = Annotated[
+    str | None,
+    typer.Option("--ledger", help="Budget ledger: sqlite:///PATH or a file (default $DPSYN_BUDGET_URL, "
+                                  "else $DPSYN_HOME/budget.db)."),
+]
+
+EXIT_OK, EXIT_CHECK, EXIT_INPUT = 0, 1, 2
+
+
+def set_env_defaults(verbose: bool = False) -> None:
+    """Embedded defaults: everything under one dpsyn home, nothing reaching the network."""
+    from dpsyn.home import dpsyn_home, prefect_home
+
+    home = dpsyn_home()
+    os.environ.setdefault("DPSYN_HOME", str(home))
+    if not os.environ.get("PREFECT_API_URL"):
+        os.environ.setdefault("PREFECT_HOME", str(prefect_home()))
+        Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_LOGGING_EXTRA_LOGGERS", "dpsyn")
+    os.environ.setdefault("PREFECT_RESULTS_PERSIST_BY_DEFAULT", "false")
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    if not verbose:
+        import logging
+
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+
+
+def fail(message: str, code: int, *, as_json: bool) -> typer.Exit:
+    if as_json:
+        typer.echo(json.dumps({"error": message, "exit_code": code}))
+    else:
+        typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def handle(fn, *, as_json: bool, verbose: bool):
+    from dpsyn.errors import DpsynError
+
+    try:
+        return fn()
+    except DpsynError as e:
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        raise fail(str(e), e.exit_code, as_json=as_json) from None
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        raise fail("interrupted; nothing was published", EXIT_CHECK, as_json=as_json) from None
+    except Exception as e:  # an unexpected failure: say what kind, never echo its text (it may hold values)
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
+        raise fail(
+            f"the run failed with {type(e).__name__}; nothing was published (rerun with --verbose for details)",
+            EXIT_CHECK, as_json=as_json,
+        ) from None
