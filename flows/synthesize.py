@@ -33,7 +33,9 @@ def synthesize(config: SynthesizeConfig) -> dict:
     from dpsyn.schema import load_schema
 
     # write-ahead: the run's whole ε is reserved in the population's lifetime budget before any data is read
-    population = budget_tasks.population_of(config.budget, load_schema(config.table_schema).name)
+    schema = load_schema(config.table_schema)
+    schema.require_synthesizable()  # before any budget is reserved (scrubbing alone needs no such column)
+    population = budget_tasks.population_of(config.budget, schema.name)
     key = budget_tasks.run_key("synthesize")
     budget_tasks.reserve(config.budget, population, key, config.privacy.epsilon,
                          config.privacy.delta or budget_tasks.DELTA_BOUND, purpose="synthesize",

@@ -70,6 +70,7 @@ class Synthesizer(ABC):
         """Fit on the private rows ``df`` (already scrubbed and masked). Returns ``self``."""
         if len(df) == 0:
             raise ConfigError("cannot fit on an empty table")
+        schema.require_synthesizable()
         self.schema_ = schema
         self.encoder_ = DiscreteEncoder(schema)
         codes = self.encoder_.encode(df)
