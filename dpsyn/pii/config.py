@@ -187,7 +187,6 @@ class ScrubConfig(BaseModel):
     parallel_min_texts: int = Field(default=20_000, ge=1)
     locales: list[str] = Field(default_factory=lambda: list(DEFAULT_LOCALES))
     recognizer_registry: str | dict[str, Any] | None = None
-    date_shift_days: int = Field(default=0, ge=-36_500, le=36_500)
 
     @field_validator("locales")
     @classmethod
