@@ -28,6 +28,7 @@ from dpsyn.pii.config import DEFAULT_LOCALES, DEFAULT_MRN_PATTERN
 from dpsyn.pii.recognizers.base import FastContextEnhancer, OfflineEmailRecognizer, skip_when_no_match
 from dpsyn.pii.recognizers.dates import AgeOver89Recognizer, DateOfBirthRecognizer, DateTimeRecognizer
 from dpsyn.pii.recognizers.ids import (
+    WebAddressRecognizer,
     CardNumberRecognizer,
     CnResidentIdRecognizer,
     ImeiRecognizer,
@@ -39,7 +40,12 @@ from dpsyn.pii.recognizers.ids import (
 )
 from dpsyn.pii.recognizers.names import OrganizationRecognizer, PersonCueRecognizer
 from dpsyn.pii.recognizers.phones import CnPhoneRecognizer, IntlPhoneRecognizer, NationalPhoneRecognizer, UsPhoneRecognizer
-from dpsyn.pii.recognizers.places import PostcodeRecognizer, StreetAddressRecognizer, postcode_label_recognizer
+from dpsyn.pii.recognizers.places import (
+    PostcodeRecognizer,
+    StreetAddressRecognizer,
+    SubdivisionRecognizer,
+    postcode_label_recognizer,
+)
 
 __all__ = [
     "CnPhoneRecognizer",
@@ -111,6 +117,8 @@ def _default_recognizers(language: str, mrn_pattern: str, locales=DEFAULT_LOCALE
         StreetAddressRecognizer(supported_language=lang),
         PostcodeRecognizer(supported_language=lang),
         postcode_label_recognizer(lang),
+        SubdivisionRecognizer(supported_language=lang),
+        WebAddressRecognizer(supported_language=lang),
         PersonCueRecognizer(supported_language=lang),
         OrganizationRecognizer(supported_language=lang),
     ]

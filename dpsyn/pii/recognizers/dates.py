@@ -54,6 +54,7 @@ DATE_PATTERNS: tuple[tuple[str, str, float], ...] = (
     ("weekday abbreviation and date", rf"\b{_WEEKDAY_ABBR}\.?,?\s+{_DAY}{_ORD}(?:\s+{MONTHS})?\b", 0.5),
     ("time", rf"{_L}(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?\b)?{_R}", 0.5),
     ("time h", rf"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?|\b(?:[01]?\d|2[0-3])h[0-5]\d\b", 0.5),
+    ("day/month after a date word", rf"(?<=\b(?i:on|since|until|till|from|to|by|before|after|dob:?|dated?|of|moved\s+to)\s){_L}\d{{1,2}}/\d{{1,2}}(?![\w/]|[.\-:,]\d)", 0.45),
     ("day/month without year (needs context)", rf"{_L}\d{{1,2}}[/.]\d{{1,2}}\.?(?![\w/]|[.\-:,]\d)", 0.2),
 )
 DATE_CONTEXT = ["seen", "since", "until", "date", "dated", "visit", "admitted", "discharged",
@@ -129,6 +130,7 @@ class AgeOver89Recognizer(PatternRecognizer):
     PATTERNS = (
         ("age before unit", rf"\b{_AGE}(?=\s?-?\s?(?:years?|yrs?|y)[\s-]*(?:old|o\b|/o\b|\.o\.)|\s?(?:yo|y/o|y\.o\.)\b)", 0.7),
         ("age after word", rf"(?<=\b(?:aged?|age:|alter|âge|edad|età|idade|ikä|ålder)\s{{1,2}}){_AGE}\b(?!\s?(?:%|mg|kg|ml|mm|cm))", 0.7),
+        ("after 'pt is'", rf"(?<=\b(?i:pt|patient|she|he|who)\s+(?:is|was|turned|turns)\s){_AGE}\b(?![.,]\d|\s?(?:%|mg|kg|/))", 0.6),
         ("in brackets after a name", rf"(?<=[A-Za-z]\s\(){_AGE}(?=\))", 0.45),
         ("number near an age word", rf"\b{_AGE}\b(?![.,]\d|\s?(?:%|mg|kg|ml|mm|cm|bpm|mmhg|/))", 0.05),
     )

@@ -28,7 +28,7 @@ from dpsyn.pii.config import DEFAULT_MRN_PATTERN
 from dpsyn.pii.recognizers.base import LabelledValueRecognizer, same_digits
 
 __all__ = ["CardNumberRecognizer", "CnResidentIdRecognizer", "ImeiRecognizer", "MedicalRecordNumberRecognizer",
-           "UniqueNumberRecognizer", "VinRecognizer", "cn_resident_id_check_char", "labelled_recognizers", "luhn_ok"]  # fmt: skip
+           "UniqueNumberRecognizer", "VinRecognizer", "WebAddressRecognizer", "cn_resident_id_check_char", "labelled_recognizers", "luhn_ok"]  # fmt: skip
 
 
 def luhn_ok(digits: str) -> bool:
@@ -240,3 +240,15 @@ class CnResidentIdRecognizer(PatternRecognizer):
         if born > date.today():
             return False
         return cn_resident_id_check_char(v[:17]) == v[17]
+
+
+class WebAddressRecognizer(PatternRecognizer):
+    """Web addresses with a scheme or ``www.`` whatever their top-level domain (``http://reynolds.biz``)."""
+
+    def __init__(self, supported_language: str = "en"):
+        super().__init__(
+            supported_entity="URL",
+            patterns=[Pattern("scheme or www", r"\b(?:https?://|www\.)[^\s<>\"'()\[\]]+[^\s<>\"'()\[\].,;:!?]", 0.6)],
+            supported_language=supported_language,
+            name="WebAddressRecognizer",
+        )

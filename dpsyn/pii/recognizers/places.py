@@ -23,7 +23,7 @@ from presidio_analyzer import Pattern, PatternRecognizer
 
 from dpsyn.pii.recognizers.base import LabelledValueRecognizer
 
-__all__ = ["PostcodeRecognizer", "StreetAddressRecognizer", "postcode_label_recognizer"]
+__all__ = ["PostcodeRecognizer", "StreetAddressRecognizer", "SubdivisionRecognizer", "postcode_label_recognizer"]
 
 _EN_TYPES = (
     "Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Place|Pl|Terrace|Ter|Way|Circle|Cir|Crescent"
@@ -41,7 +41,8 @@ _EN_TYPES = (
 )
 _SUFFIX_TYPES = (
     "straße|strasse|str\\.|weg|gasse|platz|allee|ring|damm|ufer|pfad|steig|chaussee|markt|graben|hof|berg|tie|katu|kuja"
-    "|polku|väylä|kaari|rinne|piha|bulevardi|tori|raitti|gatan|gata|vägen|väg|gränd|stig|backe|torget|plan|gade|vej"
+    "|polku|väylä|kaari|rinne|piha|bulevardi|tori|raitti|gatan|gata|vägen|väg|gränden|gränd|stigen|stig|backen|backe"
+    "|torget|platsen|leden|plan|gade|vej"
     "|vænget|allé|stræde|torv|straat|laan|gracht|plein|kade|singel|dijk|steeg|baan|pad|dreef|wal|park"
 )
 _PREFIX_TYPES = (
@@ -51,11 +52,13 @@ _PREFIX_TYPES = (
     "|ulica|ul\\.|aleja|al\\.|plac|osiedle|os\\.|place|route|morro|feira|jardim|loteamento|núcleo|passarela|pátio"
     "|recanto|residencial|sítio|trecho|trevo|vereda|viaduto|chácara|condomínio|conjunto|fazenda|favela|lagoa|incrocio"
     "|canale|lungomare|traversa|salita|pasadizo|rambla|senda|vía|cañada|polígono|acceso|bulevar|plazuela|riera|gran\\s+vía"
+    "|vial|cuesta|c\\.|pl\\.|distrito|sector|barrio|colonia|passeig|carrera|diagonal|transversal|estação|parque"
 )
 # prefix types that are also ordinary words: only with a house number after them
 _AMBIGUOUS_PREFIX = {"via", "place", "route", "plaza", "largo", "corso", "cours", "strada", "camino", "ronda", "vila", "al\\.",
                      "os\\.", "ul\\.", "borgo", "quadra", "bd", "av\\.", "avda\\.?", "setor", "feira", "jardim", "trecho",
-                     "trevo", "conjunto", "canale", "senda", "acceso", "sítio", "recanto", "residencial", "morro"}  # fmt: skip
+                     "trevo", "conjunto", "canale", "senda", "acceso", "sítio", "recanto", "residencial", "morro", "vial",
+                     "cuesta", "c\\.", "pl\\.", "distrito", "sector", "barrio", "colonia", "carrera", "diagonal", "parque"}  # fmt: skip
 _UP = "A-ZÀ-ÖØ-ÞĀ-ŽŁŚŻ"
 _WORD = rf"[{_UP}][\w'’.\-]*"
 _NUM = r"\d{1,5}[A-Za-z]?(?:\s?[-/]\s?\d{1,4}[A-Za-z]?)?"
@@ -76,12 +79,13 @@ class StreetAddressRecognizer(PatternRecognizer):
 
     def __init__(self, supported_language: str = "en"):
         unambiguous = "|".join(t for t in _PREFIX_TYPES.split("|") if t not in _AMBIGUOUS_PREFIX)
-        lead = rf"(?:(?i:flat|apt|apartment|unit|suite|studio|h\.?\s?no\.?)\s*[\w\-]{{1,5}},?\s+)?"
+        number = r"\d{1,6}[A-Za-z]?(?:[-/]\d{1,4}[A-Za-z]?)?,?\s+"
+        lead = rf"(?:(?i:flat|apt|apartment|unit|suite|studio|h\.?\s?no\.?)\.?\s*[\w\-]{{1,5}},?\s+(?:{number})?|{number})"
         patterns = [
             ("number first, English type",
-             rf"(?<![\w/.\-]){lead}\d{{1,6}}[A-Za-z]?(?:[-/]\d{{1,4}}[A-Za-z]?)?,?\s+(?:{_WORD}\s+){{0,3}}{_WORD}?\s*\b(?:{_EN_TYPES})\b\.?{_UNIT}{{0,2}}{_TAIL}"),
+             rf"(?<![\w/.\-]){lead}(?:{_WORD}\s+){{0,3}}{_WORD}?\s*\b(?:{_EN_TYPES})s?\b\.?{_UNIT}{{0,2}}{_TAIL}"),
             ("name ending in its type, then number",
-             rf"(?<![\w])(?=[{_UP}])(?:{_WORD}[ \-]){{0,3}}(?:[{_UP}][\w'’.\-]*?)?(?i:{_SUFFIX_TYPES})\s+{_NUM}{_UNIT}{{0,2}}{_TAIL}"),
+             rf"(?<![\w])(?=[{_UP}])(?:{_WORD}[ \-]){{0,3}}[\w'’.\-]*?(?i:{_SUFFIX_TYPES})\s+{_NUM}{_UNIT}{{0,2}}{_TAIL}"),
             ("type first, then name and number",
              rf"(?<![\w])(?:\d{{1,5}}(?:\s?(?i:bis|ter))?,?\s+)?(?i:{_PREFIX_TYPES})\s+(?:{_PARTICLE}\s*)*[\w'’.\-]+(?:\s+(?:{_PARTICLE}\s+)?{_WORD}){{0,4}},?\s*(?:n[º°o]\.?\s*)?{_NUM}{_UNIT}{{0,2}}{_TAIL}"),
             ("type first, name without number",
@@ -134,3 +138,17 @@ def postcode_label_recognizer(supported_language: str = "en") -> LabelledValueRe
               r"|postnummer|postinumero|pin\s*code|pincode|c\.p\.")  # fmt: skip
     return LabelledValueRecognizer(entity="ZIP_CODE", labels=labels, score=0.6, min_digits=2, name="LabelledPostcodeRecognizer",
                                    supported_language=supported_language)  # fmt: skip
+
+
+class SubdivisionRecognizer(PatternRecognizer):
+    """Counties, districts and similar subdivisions named with their type word (``Orange County``,
+    ``County Wicklow``, ``Piteå district``, ``Landkreis Kassel``), as ``LOCATION``."""
+
+    def __init__(self, supported_language: str = "en"):
+        types = r"County|Co\.|District|Shire|Parish|Borough|Province|Municipality|Township|Canton|Prefecture|Oblast"
+        patterns = [
+            ("name then type", rf"\b{_WORD}(?:\s+{_WORD})?\s+(?i:{types})\b", 0.5),
+            ("type then name", rf"\b(?:County|Landkreis|Kreis|Département|Provincia|Comté|Gmina|Powiat|Kommune|Kunta)\s+{_WORD}", 0.5),
+        ]  # fmt: skip
+        super().__init__(supported_entity="LOCATION", patterns=[Pattern(n, r, s) for n, r, s in patterns],
+                         supported_language=supported_language, global_regex_flags=0, name="SubdivisionRecognizer")  # fmt: skip
