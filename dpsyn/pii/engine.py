@@ -177,8 +177,8 @@ def _drop_unused_tok2vec(nlp) -> None:
                 nlp.remove_pipe(name)
 
 
-def _nlp_engine_classes():
-    """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
+def _offline_engine_class():
+    """Presidio's SpacyNlpEngine, loading an installed model and never downloading."""
     import spacy
     from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
 
@@ -219,7 +219,15 @@ def _nlp_engine_classes():
                 scores=scores,
             )
 
-    class _BlankSpacyNlpEngine(_OfflineSpacyNlpEngine):
+    return _OfflineSpacyNlpEngine
+
+
+def _blank_engine_class(offline_cls):
+    """A tokenizer-only subclass of the offline engine (pattern mode)."""
+    import spacy
+    from presidio_analyzer.nlp_engine import NlpArtifacts
+
+    class _BlankSpacyNlpEngine(offline_cls):
         """A tokenizer-only pipeline: no NER, no download, no model files."""
 
         def __init__(self, language: str):
@@ -247,7 +255,13 @@ def _nlp_engine_classes():
                 scores=[],
             )
 
-    return _OfflineSpacyNlpEngine, _BlankSpacyNlpEngine
+    return _BlankSpacyNlpEngine
+
+
+def _nlp_engine_classes():
+    """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
+    offline = _offline_engine_class()
+    return offline, _blank_engine_class(offline)
 
 
 def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
