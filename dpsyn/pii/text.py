@@ -106,6 +106,21 @@ def _tags(text: str, names: frozenset[str]) -> Spans:
     return out
 
 
+def _outside(text: str, span: tuple[int, int, str, float], keep: Spans) -> list[tuple[int, int, str, float]]:
+    """The parts of a detection outside the protected spans that hold a word character (a tag is never re-tagged)."""
+    start, end, entity, score = span
+    pieces, pos = [], start
+    for a, b in sorted(keep):
+        if b <= pos or a >= end:
+            continue
+        if a > pos:
+            pieces.append((pos, a))
+        pos = max(pos, b)
+    if pos < end:
+        pieces.append((pos, end))
+    return [(a, b, entity, score) for a, b in pieces if uncovered(text, a, b, [])]
+
+
 def _carry(spans: Spans, replaced: list[tuple[int, int, int, int]]) -> Spans:
     """Positions of earlier inserted ``spans`` after replacing ``(in_start, in_end, out_start, out_end)`` regions."""
     out = []
@@ -145,7 +160,7 @@ def scrub_pass(texts: list[str], deny: list[list[Term]], protected: list[Spans],
         spans = [(r.start, r.end, r.entity_type, r.score) for r in found]
         spans.extend((a, b, entity, 1.0) for a, b, entity in deny_spans(row_deny, text))
         if keep:
-            spans = [sp for sp in spans if uncovered(text, sp[0], sp[1], keep)]
+            spans = [piece for sp in spans for piece in _outside(text, sp, keep)]
         merged = merge(spans)
         touched.append(bool(merged))
         if not merged:

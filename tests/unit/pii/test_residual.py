@@ -111,3 +111,11 @@ def test_context_words_work_in_ner_mode(ner_cfg):
         "visit [DATE_TIME]",  # a day and month count next to a date word
         "room 41/12",
     ]
+
+
+def test_second_pass_never_tags_a_tag(ner_cfg):
+    """The second pass leaves what the first pass wrote alone: NER calls PHONE_NUMBER inside the tag a name."""
+    eng = build_engine(ner_cfg)
+    out, counts = scrub_texts(["Called Quint at (212) 555-0199, mail a.b@example.org zed"], engine=eng, config=ner_cfg)
+    assert out[0].startswith("Called [PERSON] at [PHONE_NUMBER], mail [EMAIL_ADDRESS]")
+    assert "[[" not in out[0] and "zed" not in out[0] and counts["EMAIL_ADDRESS"] == 1
