@@ -210,7 +210,6 @@ class ScrubConfig(BaseModel):
     def validate_names(self) -> None:
         """Fail closed on unknown entity or operator names (:class:`UnknownComponentError`)."""
         from dpsyn.pii.operators import OPERATORS
-
         from dpsyn.pii.registry import registry_entities
 
         extra = registry_entities(self.recognizer_registry)

@@ -28,18 +28,24 @@ from dpsyn.pii.config import DEFAULT_LOCALES, DEFAULT_MRN_PATTERN
 from dpsyn.pii.recognizers.base import FastContextEnhancer, OfflineEmailRecognizer, skip_when_no_match
 from dpsyn.pii.recognizers.dates import AgeOver89Recognizer, DateOfBirthRecognizer, DateTimeRecognizer
 from dpsyn.pii.recognizers.ids import (
-    WebAddressRecognizer,
     CardNumberRecognizer,
     CnResidentIdRecognizer,
+    GroupedIbanRecognizer,
     ImeiRecognizer,
     MedicalRecordNumberRecognizer,
     UniqueNumberRecognizer,
     VinRecognizer,
+    WebAddressRecognizer,
     cn_resident_id_check_char,
     labelled_recognizers,
 )
 from dpsyn.pii.recognizers.names import OrganizationRecognizer, PersonCueRecognizer
-from dpsyn.pii.recognizers.phones import CnPhoneRecognizer, IntlPhoneRecognizer, NationalPhoneRecognizer, UsPhoneRecognizer
+from dpsyn.pii.recognizers.phones import (
+    CnPhoneRecognizer,
+    IntlPhoneRecognizer,
+    NationalPhoneRecognizer,
+    UsPhoneRecognizer,
+)
 from dpsyn.pii.recognizers.places import (
     PostcodeRecognizer,
     StreetAddressRecognizer,
@@ -106,6 +112,7 @@ def _default_recognizers(language: str, mrn_pattern: str, locales=DEFAULT_LOCALE
         CnPhoneRecognizer(supported_language=lang),
         IntlPhoneRecognizer(supported_language=lang),
         CardNumberRecognizer(supported_language=lang),
+        GroupedIbanRecognizer(supported_language=lang),
         MedicalRecordNumberRecognizer(pattern=mrn_pattern, supported_language=lang),
         *labelled_recognizers(lang),
         VinRecognizer(supported_language=lang),

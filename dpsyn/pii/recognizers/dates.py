@@ -53,7 +53,7 @@ DATE_PATTERNS: tuple[tuple[str, str, float], ...] = (
     ("weekday", rf"\b{_WEEKDAY}\b(?:,?\s+(?:the\s+)?{_DAY}{_ORD}(?:\s+of)?(?:\s+{MONTHS})?)?", 0.5),
     ("weekday abbreviation and date", rf"\b{_WEEKDAY_ABBR}\.?,?\s+{_DAY}{_ORD}(?:\s+{MONTHS})?\b", 0.5),
     ("time", rf"{_L}(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?:\s?[ap]\.?m\.?\b)?{_R}", 0.5),
-    ("time h", rf"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?|\b(?:[01]?\d|2[0-3])h[0-5]\d\b", 0.5),
+    ("time h", r"\b(?:1[0-2]|0?[1-9])\s?[ap]\.?m\b\.?|\b(?:[01]?\d|2[0-3])h[0-5]\d\b", 0.5),
     ("day/month after a date word", rf"(?<=\b(?i:on|since|until|till|from|to|by|before|after|dob:?|dated?|of|moved\s+to)\s){_L}\d{{1,2}}/\d{{1,2}}(?![\w/]|[.\-:,]\d)", 0.45),
     ("day/month without year (needs context)", rf"{_L}\d{{1,2}}[/.]\d{{1,2}}\.?(?![\w/]|[.\-:,]\d)", 0.2),
 )

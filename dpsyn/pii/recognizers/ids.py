@@ -28,7 +28,7 @@ from dpsyn.pii.config import DEFAULT_MRN_PATTERN
 from dpsyn.pii.recognizers.base import LabelledValueRecognizer, same_digits
 
 __all__ = ["CardNumberRecognizer", "CnResidentIdRecognizer", "ImeiRecognizer", "MedicalRecordNumberRecognizer",
-           "UniqueNumberRecognizer", "VinRecognizer", "WebAddressRecognizer", "cn_resident_id_check_char", "labelled_recognizers", "luhn_ok"]  # fmt: skip
+           "GroupedIbanRecognizer", "UniqueNumberRecognizer", "VinRecognizer", "WebAddressRecognizer", "cn_resident_id_check_char", "labelled_recognizers", "luhn_ok"]  # fmt: skip
 
 
 def luhn_ok(digits: str) -> bool:
@@ -252,3 +252,23 @@ class WebAddressRecognizer(PatternRecognizer):
             supported_language=supported_language,
             name="WebAddressRecognizer",
         )
+
+
+class GroupedIbanRecognizer(PatternRecognizer):
+    """IBANs written in groups of four with a shorter last group (``GB41 QFIC 0805 5467 5834 1``), ISO 7064 mod 97."""
+
+    def __init__(self, supported_language: str = "en"):
+        super().__init__(
+            supported_entity="IBAN_CODE",
+            patterns=[Pattern("IBAN (grouped)", r"\b[A-Z]{2}\d{2}(?:[ \-]?[A-Z0-9]{4}){2,7}(?:[ \-]?[A-Z0-9]{1,3})?\b", 0.5)],
+            supported_language=supported_language,
+            global_regex_flags=0,
+            name="GroupedIbanRecognizer",
+        )
+
+    def validate_result(self, pattern_text: str) -> bool:  # noqa: D102
+        v = pattern_text.replace(" ", "").replace("-", "")
+        if not 15 <= len(v) <= 34:
+            return False
+        digits = "".join(str(int(ch, 36)) for ch in v[4:] + v[:4])
+        return int(digits) % 97 == 1

@@ -37,13 +37,14 @@ _EN_TYPES = (
     "|Shoals?|Shores?|Skyway|Springs?|Spurs?|Squares|Station|Stravenue|Stream|Streets|Summit|Throughway|Trace|Track"
     "|Trafficway|Trailer|Tunnel|Turnpike|Underpass|Unions?|Valleys?|Viaduct|Views?|Villages?|Ville|Vista|Wall|Ways|Wells?"
     "|Esplanade|Quay|Wharf|Promenade|Rise|Vale|Chase|Gate|End|Colonnade|Concourse|Glade|Circuit|Approach|Broadway"
+    "|Cliffs?|Stairs|Steps|Range|Retreat|Brae|Outlook|Link|Reach|Wynd|Crossway|Quays?|Strip|Grange|Meander|Pocket|Ramble"
     "|Nagar|Marg|Ganj|Chowk|Colony|Bagh|Puram|Layout|Enclave|Vihar|Peth|Sector"
 )
 _SUFFIX_TYPES = (
     "straße|strasse|str\\.|weg|gasse|platz|allee|ring|damm|ufer|pfad|steig|chaussee|markt|graben|hof|berg|tie|katu|kuja"
     "|polku|väylä|kaari|rinne|piha|bulevardi|tori|raitti|gatan|gata|vägen|väg|gränden|gränd|stigen|stig|backen|backe"
     "|torget|platsen|leden|plan|gade|vej"
-    "|vænget|allé|stræde|torv|straat|laan|gracht|plein|kade|singel|dijk|steeg|baan|pad|dreef|wal|park"
+    "|vænget|allé|stræde|torv|straat|laan|gracht|plein|kade|singel|dijk|steeg|baan|pad|dreef|wal|park|boulevard|bulevar"
 )
 _PREFIX_TYPES = (
     "rue|avenue|av\\.|avda\\.?|boulevard|bd|chemin|impasse|allée|quai|cours|via|viale|piazza|piazzale|corso|vicolo|largo"
@@ -52,7 +53,7 @@ _PREFIX_TYPES = (
     "|ulica|ul\\.|aleja|al\\.|plac|osiedle|os\\.|place|route|morro|feira|jardim|loteamento|núcleo|passarela|pátio"
     "|recanto|residencial|sítio|trecho|trevo|vereda|viaduto|chácara|condomínio|conjunto|fazenda|favela|lagoa|incrocio"
     "|canale|lungomare|traversa|salita|pasadizo|rambla|senda|vía|cañada|polígono|acceso|bulevar|plazuela|riera|gran\\s+vía"
-    "|vial|cuesta|c\\.|pl\\.|distrito|sector|barrio|colonia|passeig|carrera|diagonal|transversal|estação|parque"
+    "|vial|cuesta|c\\.|pl\\.|distrito|sector|barrio|colonia|passeig|carrera|diagonal|transversal|estação|parque|aeroporto|praia"
 )
 # prefix types that are also ordinary words: only with a house number after them
 _AMBIGUOUS_PREFIX = {"via", "place", "route", "plaza", "largo", "corso", "cours", "strada", "camino", "ronda", "vila", "al\\.",
@@ -63,7 +64,7 @@ _UP = "A-ZÀ-ÖØ-ÞĀ-ŽŁŚŻ"
 _WORD = rf"[{_UP}][\w'’.\-]*"
 _NUM = r"\d{1,5}[A-Za-z]?(?:\s?[-/]\s?\d{1,4}[A-Za-z]?)?"
 _PARTICLE = r"(?:de|da|do|dos|das|del|della|delle|dei|di|du|des|la|le|les|el|los|las|d'|l'|von|van|der|den|y|e)"
-_UNIT = (r"(?:,?\s*(?:(?i:apt|apartment|suite|ste|unit|flat|floor|fl|piso|puerta|wohnung|whg|appartamento|interno|int"
+_UNIT = (r"(?:,?\s*(?:(?i:apt|apartment|suite|ste|unit|flat|floor|fl|piso|puerta|wohnung|whg|appartamento|interno|int|piano|scala"
          r"|apto|bloco|dept|dpto|escalera|esc|andar|lok|room|rm|bldg|building)\.?\s*#?\s*[\w\-]{1,6}|\d{1,2}[ºª°]\s?[A-Za-z]?))")
 _POSTCODE = (r"(?:\d{5}-\d{3,4}|\d{4}-\d{3}|\d{2}-\d{3}|\d{3}\s\d{2}|[1-9]\d{3}\s?[A-Z]{2}|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}"
              r"|[A-Z]\d[A-Z]\s?\d[A-Z]\d|\d{4,6})")
