@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "it_IT", "es_ES", "pt_BR", "fi_FI", "nl_NL", "sv_SE", "pl_PL",
            "da_DK", "en_AU", "en_IN")  # fmt: skip
@@ -338,12 +338,12 @@ class WildGen:
 
     def vin(self) -> str:
         chars = "ABCDEFGHJKLMNPRSTUVWXYZ0123456789"
-        values = {**{str(i): i for i in range(10)}, **dict(zip("ABCDEFGH", range(1, 9))), **dict(zip("JKLMN", range(1, 6))),
-                  "P": 7, "R": 9, **dict(zip("STUVWXYZ", range(2, 10)))}  # fmt: skip
+        values = {**{str(i): i for i in range(10)}, **dict(zip("ABCDEFGH", range(1, 9), strict=True)), **dict(zip("JKLMN", range(1, 6), strict=True)),
+                  "P": 7, "R": 9, **dict(zip("STUVWXYZ", range(2, 10), strict=True))}  # fmt: skip
         weights = [8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2]
         v = [self.pick(chars) for _ in range(17)]
         v[9] = self.pick("ABCDEFGHJKLMNPRSTVWXY123456789")
-        s = sum(values[c] * w for c, w in zip(v, weights)) % 11
+        s = sum(values[c] * w for c, w in zip(v, weights, strict=True)) % 11
         v[8] = "X" if s == 10 else str(s)
         return "".join(v)
 
