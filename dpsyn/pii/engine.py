@@ -289,6 +289,57 @@ def _key(mode: str, model: str | None, config: ScrubConfig) -> tuple:
     return (mode, model, config.language, config.mrn_pattern, tuple(config.locales), registry)
 
 
+def _fast_analyzer_class():
+    """Presidio's AnalyzerEngine whose per-recognizer context step skips recognizers that do not override it.
+
+    Presidio calls every recognizer's ``enhance_using_context`` with its own and everybody else's results
+    (two list scans per recognizer and text); the base implementation returns its results unchanged and no
+    Presidio recognizer overrides it. Here results are grouped by recognizer once, in the same order, and
+    only overriding recognizers are called, so the results are the same.
+    """
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
+
+    key = RecognizerResult.RECOGNIZER_IDENTIFIER_KEY
+    base = EntityRecognizer.enhance_using_context
+
+    class _FastAnalyzerEngine(AnalyzerEngine):
+        def _enhance_using_context(self, text, raw_results, nlp_artifacts, recognizers, context=None):
+            by_id: dict[str, list] = {}
+            for r in raw_results:
+                by_id.setdefault(r.recognition_metadata[key], []).append(r)
+            results = []
+            for rec in recognizers:
+                own = by_id.get(rec.id, [])
+                if type(rec).enhance_using_context is not base:
+                    others = [r for r in raw_results if r.recognition_metadata[key] != rec.id]
+                    own = rec.enhance_using_context(text=text, raw_recognizer_results=own,
+                                                    other_raw_recognizer_results=others,
+                                                    nlp_artifacts=nlp_artifacts, context=context)  # fmt: skip
+                results.extend(own)
+            return self.context_aware_enhancer.enhance_using_context(
+                text=text, raw_results=results, nlp_artifacts=nlp_artifacts, recognizers=recognizers, context=context
+            )
+
+    return _FastAnalyzerEngine
+
+
+def _memoize_get_recognizers(registry) -> None:
+    """Presidio filters the registry's recognizers by language and entities on every ``analyze`` call;
+    the registry does not change once built, so the answer is kept per (language, entities)."""
+    real = registry.get_recognizers
+    memo: dict[tuple, list] = {}
+
+    def get_recognizers(language, entities=None, all_fields=False, ad_hoc_recognizers=None):
+        if ad_hoc_recognizers:
+            return real(language=language, entities=entities, all_fields=all_fields, ad_hoc_recognizers=ad_hoc_recognizers)
+        key = (language, None if entities is None else tuple(entities), all_fields)
+        if key not in memo:
+            memo[key] = real(language=language, entities=entities, all_fields=all_fields)
+        return list(memo[key])
+
+    registry.get_recognizers = get_recognizers
+
+
 def cached_engine(config: ScrubConfig) -> PIIEngine | None:
     """The engine :func:`build_engine` would return for ``config``, if it is already built."""
     mode, model = resolve_mode(config)
@@ -300,7 +351,7 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
     # never let tldextract fetch the public-suffix list (see dpsyn.pii.recognizers too)
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     _guard_presidio_logs()
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer import RecognizerRegistry
     from presidio_anonymizer import AnonymizerEngine
 
     from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers, skip_when_no_match
@@ -318,7 +369,8 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
             registry.add_recognizer(skip_when_no_match(rec))
     if mode == "ner":
         registry.add_nlp_recognizer(nlp_engine=nlp_engine)
-    analyzer = AnalyzerEngine(
+    _memoize_get_recognizers(registry)
+    analyzer = _fast_analyzer_class()(
         registry=registry,
         nlp_engine=nlp_engine,
         supported_languages=[lang],

@@ -11,7 +11,7 @@ import re
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
 
 import tldextract  # noqa: E402
-from presidio_analyzer import EntityRecognizer, PatternRecognizer, RecognizerResult  # noqa: E402
+from presidio_analyzer import AnalysisExplanation, EntityRecognizer, PatternRecognizer, RecognizerResult  # noqa: E402
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer  # noqa: E402
 from presidio_analyzer.pattern_recognizer import REGEX_TIMEOUT_SECONDS as _REGEX_TIMEOUT  # noqa: E402
 from presidio_analyzer.predefined_recognizers import EmailRecognizer  # noqa: E402
@@ -67,6 +67,7 @@ class LabelledValueRecognizer(EntityRecognizer):
             start = m.start("v")
             out.append(
                 RecognizerResult(self.supported_entities[0], start, start + len(value), self.score,
+                                 analysis_explanation=AnalysisExplanation(self.name, self.score),
                                  recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                                                        RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id})
             )  # fmt: skip
@@ -76,12 +77,23 @@ class LabelledValueRecognizer(EntityRecognizer):
 _PATTERNS_METHOD = "_PatternRecognizer__analyze_patterns"  # PatternRecognizer.__analyze_patterns, name-mangled
 
 
+# Literal text every match of a recognizer's patterns contains: without it, no pattern can match.
+# Presidio's URL patterns all need a dot before their top-level domain, its e-mail pattern an "@".
+GATES: dict[str, re.Pattern] = {
+    "UrlRecognizer": re.compile(r"\.[a-z]", re.IGNORECASE),
+    "EmailRecognizer": re.compile("@"),
+    "OfflineEmailRecognizer": re.compile("@"),
+}
+
+
 def skip_when_no_match(recognizer: EntityRecognizer) -> EntityRecognizer:
     """Let a pattern recognizer return at once on a text none of its patterns matches.
 
     Presidio's pattern loop costs several microseconds of timing, logging and
     bookkeeping per pattern and text even when nothing matches, which is most
-    texts for most recognizers. Here each compiled pattern is searched first;
+    texts for most recognizers. Here a literal every match needs (:data:`GATES`: a dot
+    before a URL's top-level domain, the "@" of an e-mail) is looked for, then each
+    compiled pattern is searched;
     only if one matches (or a pattern is not compiled yet, or a search times
     out) does Presidio's own loop run, so results are the same by construction.
     Recognizers that are not plain pattern recognizers are returned unchanged.
@@ -90,8 +102,12 @@ def skip_when_no_match(recognizer: EntityRecognizer) -> EntityRecognizer:
     if not isinstance(recognizer, PatternRecognizer) or full is None:
         return recognizer
 
+    gate = GATES.get(type(recognizer).__name__)
+
     def analyze_patterns(text: str, flags: int | None = None):
         flags = flags if flags else recognizer.global_regex_flags
+        if gate is not None and gate.search(text) is None:
+            return []
         for pattern in recognizer.patterns:
             compiled = pattern.compiled_regex
             if compiled is None or pattern.compiled_with_flags != flags:

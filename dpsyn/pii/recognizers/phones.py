@@ -16,7 +16,7 @@ import functools
 import re
 
 import phonenumbers
-from presidio_analyzer import EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
+from presidio_analyzer import AnalysisExplanation, EntityRecognizer, Pattern, PatternRecognizer, RecognizerResult
 
 from dpsyn.pii.recognizers.base import same_digits
 
@@ -211,9 +211,10 @@ class NationalPhoneRecognizer(EntityRecognizer):
                 continue
             if _valid_in(cand, self.regions) is None:
                 continue
-            bare = cand.isdigit()
+            score = 0.4 if cand.isdigit() else 0.5
             out.append(
-                RecognizerResult(self.ENTITY, m.start(), m.start() + len(cand), 0.4 if bare else 0.5,
+                RecognizerResult(self.ENTITY, m.start(), m.start() + len(cand), score,
+                                 analysis_explanation=AnalysisExplanation(self.name, score),
                                  recognition_metadata={RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
                                                        RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id})
             )  # fmt: skip
