@@ -65,7 +65,7 @@ class PersonCueRecognizer(PatternRecognizer):
 
     def __init__(self, supported_language: str = "en"):
         patterns = [
-            ("title or role", rf"(?<=\b(?i:{_TITLES}|{_ROLES})\.?(?:\s*[:\-]\s*|\s+)(?:{_PART}\s+)?){_FULL}", 0.6),
+            ("title or role", rf"(?<=\b(?i:{_TITLES}|{_ROLES})\.?(?:[ \t]*[:\-][ \t]*|[ \t]+)(?:{_PART}[ \t]+)?){_FULL}", 0.6),
             ("self-introduction or greeting", rf"(?<=\b(?i:{_INTRO})\s*[,:]?\s+|\b(?i:{_INTRO})\s*[,:]?\n){_FULL}", 0.5),
             ("chat, lower case", rf"(?<=\b(?:{_CHAT_INTRO})\s*[,:]?\s+){_FULL_LOWER}", 0.5),
             ("chat, lower case before a verb", rf"(?:^|(?<=\b(?:lol|omg|ok\s+so|btw|and|or|&)\s)){_FULL_LOWER}(?=\s+(?:says|said|just|texted|called|is|was|are|were|wants|asked|and|&)\b)", 0.45),

@@ -22,8 +22,8 @@ from dpsyn.pii.recognizers.base import same_digits
 
 __all__ = ["CnPhoneRecognizer", "IntlPhoneRecognizer", "NationalPhoneRecognizer", "PHONE_CONTEXT", "UsPhoneRecognizer"]
 
-PHONE_CONTEXT = ["phone", "telephone", "tel", "cell", "mobile", "call", "contact", "fax", "reach", "text",
-                 "whatsapp", "ring", "电话", "手机"]  # fmt: skip
+PHONE_CONTEXT = ["phone", "telephone", "tel", "cell", "mobile", "call", "contact", "fax", "reach", "whatsapp", "电话",
+                 "手机"]  # fmt: skip
 _SEP = r"[ \t.\-]"  # one separator between groups (no newlines: a table's cells are joined by newlines)
 
 
@@ -183,8 +183,9 @@ def _valid_in(candidate: str, regions: tuple[str, ...]) -> str | None:
 class NationalPhoneRecognizer(EntityRecognizer):
     """Numbers that are valid phone numbers of one of ``regions`` (python-phonenumbers metadata).
 
-    Score 0.5 (0.4 for a run of digits without any separator or prefix, which may as well be
-    another identifier; those are scrubbed as ``ID_NUMBER`` too). Results of the parse are
+    Score 0.45 (scrubbed at the default 0.4; ``dpsyn scan``, at 0.5, needs a phone word nearby). A run of digits without any separator or prefix is left to the US and CN
+    recognizers (which need a phone word for it) and, in free text, to ``ID_NUMBER``: a column
+    of 6-digit weights or the numbers of an HTML report are not phones. Results of the parse are
     cached per distinct candidate.
     """
 
@@ -211,7 +212,9 @@ class NationalPhoneRecognizer(EntityRecognizer):
                 continue
             if _valid_in(cand, self.regions) is None:
                 continue
-            score = 0.4 if cand.isdigit() else 0.5
+            if cand.isdigit():
+                continue  # a bare run of digits: the US/CN recognizers (with context) and ID_NUMBER cover it
+            score = 0.45  # counts when scrubbing (0.4); a scan (0.5) needs a phone word nearby
             out.append(
                 RecognizerResult(self.ENTITY, m.start(), m.start() + len(cand), score,
                                  analysis_explanation=AnalysisExplanation(self.name, score),

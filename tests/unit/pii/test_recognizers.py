@@ -83,7 +83,8 @@ PHONE_CASES = [
     ("08-123 456 78", ["08-123 456 78"]),  # Sweden
     ("+49(0)2997 220033", ["+49(0)2997 220033"]),
     ("360.318.9555x9797", ["360.318.9555x9797"]),  # with an extension
-    ("order 4155550132 shipped", ["4155550132"]),  # a valid US number, context or not
+    ("order 4155550132 shipped", []),  # bare digits need a phone word (they are scrubbed as ID_NUMBER)
+    ("tel. 4155550132", ["4155550132"]),
     # no match
     ("222-222-2222", []),  # one repeated digit
     ("BP 132/84, HR 88", []),

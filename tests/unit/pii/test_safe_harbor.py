@@ -242,3 +242,14 @@ def test_engine_shortcuts_are_exact_on_a_diverse_corpus(eng, diverse):
     differ = [t for t in diverse if run(eng.analyzer, t) != run(plain, t)]
     assert differ == []
     assert sum(bool(run(plain, t)) for t in diverse) > 300  # not vacuous
+
+
+def test_a_column_of_six_digit_numbers_is_not_a_phone_column(eng):
+    """Adult's fnlwgt (6-digit weights) must not look like phones; the same digits under a phone header do."""
+    from dpsyn.pii.structured import classify_sample
+
+    weights = [str(100_000 + 7919 * i % 800_000) for i in range(200)]
+    assert classify_sample(weights, engine=eng, config=CFG, context=["fnlwgt"], use_ner=False) == (None, 0.0)
+    phones = [f"41555{50100 + i}" for i in range(200)]
+    entity, share = classify_sample(phones, engine=eng, config=CFG, context=["phone"], use_ner=False)
+    assert entity == "PHONE_NUMBER" and share > 0.9
