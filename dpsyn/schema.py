@@ -224,8 +224,6 @@ class TableSchema(_Strict):
                 problems.append(f"target '{self.target}' is not a column")
             elif self.column(self.target).kind != ColumnKind.categorical:
                 problems.append(f"target '{self.target}' must be categorical")
-        if not any(c.synthesizable for c in self.columns):
-            problems.append("no numeric, categorical or datetime column to synthesize")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -239,6 +237,14 @@ class TableSchema(_Strict):
             if c.name == name:
                 return c
         raise SchemaError(f"schema '{self.name}' has no column '{name}'")
+
+    def require_synthesizable(self) -> None:
+        """Raise :class:`SchemaError` unless a column can be synthesized (scrubbing alone needs none)."""
+        if not any(c.synthesizable for c in self.columns):
+            raise SchemaError(
+                f"schema '{self.name}' has no numeric, categorical or datetime column to synthesize; "
+                "declare one, or only scrub the table (dpsyn scrub)"
+            )
 
     def synthesizable_columns(self) -> list[Column]:
         """Columns the synthesizers model, target last (if any)."""

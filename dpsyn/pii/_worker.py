@@ -1,6 +1,6 @@
 """A worker process for scrubbing large batches of free text (``python -m dpsyn.pii._worker``).
 
-The parent (:func:`dpsyn.pii.scrub._run_texts`) starts one such process per
+The parent (:func:`dpsyn.pii.text.run_texts`) starts one such process per
 CPU with :mod:`subprocess` rather than :mod:`multiprocessing`: nothing of the
 caller's main module is re-imported (``spawn``) and no threaded parent is
 forked (``fork``), so it is safe inside a Prefect task or a plain script.
@@ -31,7 +31,8 @@ def main() -> int:
         from dpsyn.pii import operators
         from dpsyn.pii.config import ScrubConfig
         from dpsyn.pii.engine import build_engine
-        from dpsyn.pii.scrub import _bind_operators, _scrub_checked
+        from dpsyn.pii.text import bind_operators as _bind_operators
+        from dpsyn.pii.text import scrub_checked as _scrub_checked
 
         if key is not None:
             operators._process_key = key  # pseudonyms must match the parent's

@@ -6,7 +6,7 @@ validating its entity and operator names is cheap.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -14,11 +14,14 @@ from dpsyn.errors import InputError, UnknownComponentError
 from dpsyn.schema import PIIClass
 
 __all__ = [
+    "DEFAULT_LOCALES",
     "DEFAULT_MRN_PATTERN",
     "DEFAULT_TEXT_ENTITIES",
+    "LOCALE_ENTITIES",
     "NER_ENTITIES",
     "PATTERN_ENTITIES",
     "PII_CLASS_ENTITY",
+    "SAFE_HARBOR",
     "ScrubConfig",
     "known_entities",
     "text_entities",
@@ -26,24 +29,52 @@ __all__ = [
 
 # Entities found in free text by pattern recognizers (work without a spaCy model).
 PATTERN_ENTITIES: tuple[str, ...] = (
-    "CN_RESIDENT_ID",  # dpsyn.pii.recognizers: 18 characters, ISO 7064 MOD 11-2 check digit
-    "CREDIT_CARD",
-    "DATE_OF_BIRTH",  # dpsyn.pii.recognizers: a date next to "DOB", "born", "date of birth"
-    "DATE_TIME",
+    "ACCOUNT_NUMBER",  # dpsyn.pii.recognizers.ids: after "account", "acct", "a/c", ...
+    "AGE_OVER_89",  # dpsyn.pii.recognizers.dates: "92-year-old", "aged 94"
+    "CN_RESIDENT_ID",  # dpsyn.pii.recognizers.ids: 18 characters, ISO 7064 MOD 11-2 check digit
+    "CREDIT_CARD",  # Presidio's, and 12-19 digit Luhn-valid numbers of any issuer
+    "CRYPTO",
+    "DATE_OF_BIRTH",  # a date next to "DOB", "born", "date of birth"
+    "DATE_TIME",  # Presidio's and dpsyn.pii.recognizers.dates (many formats and languages); NER too
+    "DEVICE_ID",  # serial numbers, IMEI, after "S/N", "serial", "device", ...
     "EMAIL_ADDRESS",
+    "HEALTH_PLAN_ID",  # member, beneficiary, policy, Medicare/NHS numbers after their label
     "IBAN_CODE",
+    "ID_NUMBER",  # any other unique identifying number (Safe Harbor R)
     "IP_ADDRESS",
-    "MEDICAL_RECORD_NUMBER",  # dpsyn.pii.recognizers
-    "PHONE_NUMBER",  # US, CN and +-prefixed international formats (dpsyn.pii.recognizers)
+    "LICENSE_NUMBER",  # licence and certificate numbers after their label (DEA, NPI, DL#, ...)
+    "MAC_ADDRESS",
+    "MEDICAL_LICENSE",
+    "MEDICAL_RECORD_NUMBER",
+    "ORGANIZATION",  # hospitals, clinics, companies by their type word; NER too
+    "PERSON",  # names by the words around them (titles, "my name is", lists); NER too
+    "PHONE_NUMBER",  # US, CN, international and national formats of every configured locale
+    "STREET_ADDRESS",  # dpsyn.pii.recognizers.places
+    "UK_NHS",
     "URL",
     "US_BANK_NUMBER",
     "US_DRIVER_LICENSE",
     "US_ITIN",
     "US_PASSPORT",
     "US_SSN",
+    "UUID",
+    "VEHICLE_ID",  # VINs (check digit), plates after their label
+    "ZIP_CODE",  # postcodes by shape and position
 )
-# Entities only a spaCy NER model finds (mode "ner").
-NER_ENTITIES: tuple[str, ...] = ("LOCATION", "NRP", "PERSON")
+# Entities of Presidio's national-ID recognizers, by locale (ScrubConfig.locales).
+LOCALE_ENTITIES: dict[str, tuple[str, ...]] = {
+    "US": ("US_MBI", "US_NPI"), "GB": ("UK_NINO",), "FI": ("FI_PERSONAL_IDENTITY_CODE",), "SE": ("SE_PERSONNUMMER",),
+    "PL": ("PL_PESEL",), "IT": ("IT_FISCAL_CODE",), "ES": ("ES_NIF", "ES_NIE"), "IN": ("IN_AADHAAR", "IN_PAN"),
+    "AU": ("AU_TFN", "AU_MEDICARE"), "SG": ("SG_NRIC_FIN",), "CA": ("CA_SIN",), "DE": ("DE_TAX_ID", "DE_ID_CARD"),
+}  # fmt: skip
+# Entities only a spaCy NER model finds (mode "ner"); PERSON and ORGANIZATION also have patterns.
+NER_ENTITIES: tuple[str, ...] = ("DATE_TIME", "LOCATION", "NRP", "ORGANIZATION", "PERSON")
+# Regions whose phone formats, postcodes and national IDs are recognized by default.
+DEFAULT_LOCALES: tuple[str, ...] = (
+    "US", "CA", "GB", "IE", "AU", "NZ", "IN", "DE", "AT", "CH", "FR", "BE", "NL", "LU", "IT", "ES", "PT", "BR", "MX",
+    "AR", "CL", "CO", "FI", "SE", "NO", "DK", "IS", "PL", "CZ", "SK", "HU", "RO", "GR", "TR", "IL", "ZA", "SG", "HK",
+    "JP", "KR", "CN", "PH", "NG",
+)  # fmt: skip
 
 # Tags of structured columns that no text recognizer produces.
 _STRUCTURED_ONLY: tuple[str, ...] = ("ADDRESS", "FREE_TEXT", "IDENTIFIER", "NATIONAL_ID")
@@ -65,28 +96,36 @@ PII_CLASS_ENTITY: dict[PIIClass, str] = {
     PIIClass.none: "IDENTIFIER",  # an identifier column without a finer class
 }
 
-# The default set of entities looked for in free text. DATE_TIME is left out on
-# purpose: visit and event dates in notes are usually not identifying on their
-# own and redacting them all destroys the text; dates of birth are caught by
-# DATE_OF_BIRTH (a date with birth context nearby). Add "DATE_TIME" to
-# ``entities`` to redact every date. PERSON and LOCATION need NER (mode "ner");
-# in pattern mode names are caught only through the same-row deny-list.
-DEFAULT_TEXT_ENTITIES: tuple[str, ...] = (
-    "PERSON",
-    "EMAIL_ADDRESS",
-    "PHONE_NUMBER",
-    "US_SSN",
-    "CREDIT_CARD",
-    "CN_RESIDENT_ID",
-    "IP_ADDRESS",
-    "IBAN_CODE",
-    "US_PASSPORT",
-    "US_DRIVER_LICENSE",
-    "US_ITIN",
-    "LOCATION",
-    "MEDICAL_RECORD_NUMBER",
-    "DATE_OF_BIRTH",
-    "URL",
+# The 18 identifier classes of HIPAA Safe Harbor (45 CFR 164.514(b)(2)(i)) and the entities
+# dpsyn finds them as in free text (docs/pii.md has the table with the operators).
+SAFE_HARBOR: dict[str, tuple[str, ...]] = {
+    "A names": ("PERSON",),
+    "B geographic subdivisions smaller than a state": ("STREET_ADDRESS", "LOCATION", "ZIP_CODE"),
+    "C dates (except year) and ages over 89": ("DATE_TIME", "DATE_OF_BIRTH", "AGE_OVER_89"),
+    "D telephone numbers": ("PHONE_NUMBER",),
+    "E fax numbers": ("PHONE_NUMBER",),
+    "F e-mail addresses": ("EMAIL_ADDRESS",),
+    "G social security numbers": ("US_SSN", "CN_RESIDENT_ID"),
+    "H medical record numbers": ("MEDICAL_RECORD_NUMBER",),
+    "I health plan beneficiary numbers": ("HEALTH_PLAN_ID", "UK_NHS"),
+    "J account numbers": ("ACCOUNT_NUMBER", "CREDIT_CARD", "IBAN_CODE", "US_BANK_NUMBER"),
+    "K certificate/license numbers": ("LICENSE_NUMBER", "US_DRIVER_LICENSE", "MEDICAL_LICENSE"),
+    "L vehicle identifiers and serial numbers, including license plates": ("VEHICLE_ID",),
+    "M device identifiers and serial numbers": ("DEVICE_ID", "MAC_ADDRESS", "UUID"),
+    "N web URLs": ("URL",),
+    "O IP addresses": ("IP_ADDRESS",),
+    "P biometric identifiers": (),
+    "Q full-face photographs and comparable images": (),
+    "R any other unique identifying number, characteristic, or code": ("ID_NUMBER", "US_PASSPORT", "US_ITIN", "CRYPTO"),
+}
+
+# The default set of entities looked for in free text: every entity dpsyn knows. Dates are
+# included (Safe Harbor class C); ``operators: {DATE_TIME: year}`` keeps their year, ``shift``
+# moves them by a keyed offset (docs/pii.md). PERSON, LOCATION, ORGANIZATION, NRP and some
+# DATE_TIME need NER (mode "ner"); in pattern mode names are caught only by the words around
+# them and the same-row deny-list.
+DEFAULT_TEXT_ENTITIES: tuple[str, ...] = tuple(
+    sorted(set(PATTERN_ENTITIES) | set(NER_ENTITIES) | {e for v in LOCALE_ENTITIES.values() for e in v})
 )
 
 DEFAULT_MRN_PATTERN = r"\bMRN[:#\s]*\d{6,10}\b"
@@ -95,8 +134,8 @@ Mode = Literal["auto", "ner", "pattern"]
 
 
 def text_entities() -> list[str]:
-    """Every entity name that can be looked for in free text."""
-    return sorted(set(PATTERN_ENTITIES) | set(NER_ENTITIES))
+    """Every entity name that can be looked for in free text (a registry YAML can add more)."""
+    return sorted(set(DEFAULT_TEXT_ENTITIES))
 
 
 def known_entities() -> list[str]:
@@ -146,6 +185,16 @@ class ScrubConfig(BaseModel):
     detect_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
     n_process: int = Field(default=0, ge=0, le=64)
     parallel_min_texts: int = Field(default=20_000, ge=1)
+    locales: list[str] = Field(default_factory=lambda: list(DEFAULT_LOCALES))
+    recognizer_registry: str | dict[str, Any] | None = None
+
+    @field_validator("locales")
+    @classmethod
+    def _check_locales(cls, v: list[str]) -> list[str]:
+        bad = [c for c in v if not (len(c) == 2 and c.isalpha() and c.isascii())]
+        if bad:
+            raise ValueError(f"locales are ISO 3166 two-letter country codes such as US, GB, DE (got {', '.join(bad)})")
+        return [c.upper() for c in v]
 
     @field_validator("mrn_pattern")
     @classmethod
@@ -161,8 +210,10 @@ class ScrubConfig(BaseModel):
     def validate_names(self) -> None:
         """Fail closed on unknown entity or operator names (:class:`UnknownComponentError`)."""
         from dpsyn.pii.operators import OPERATORS
+        from dpsyn.pii.registry import registry_entities
 
-        valid_text = text_entities()
+        extra = registry_entities(self.recognizer_registry)
+        valid_text = sorted(set(text_entities()) | extra)
         bad = sorted({e for e in (self.entities or []) if e not in valid_text})
         if bad:
             raise UnknownComponentError(
@@ -172,7 +223,7 @@ class ScrubConfig(BaseModel):
             raise InputError(
                 "'entities' is empty: give at least one entity name, or leave it unset for the default set"
             )
-        valid_all = known_entities()
+        valid_all = sorted(set(known_entities()) | extra)
         bad = sorted({e for e in self.operators if e not in valid_all})
         if bad:
             raise UnknownComponentError(
@@ -185,8 +236,12 @@ class ScrubConfig(BaseModel):
             raise UnknownComponentError(f"unknown PII operator(s) {', '.join(bad)}; valid: {', '.join(names)}")
 
     def text_entities(self) -> list[str]:
-        """The entities to look for in free text (validated)."""
-        return list(self.entities) if self.entities is not None else list(DEFAULT_TEXT_ENTITIES)
+        """The entities to look for in free text: ``entities``, or every known one and the registry's."""
+        if self.entities is not None:
+            return list(self.entities)
+        from dpsyn.pii.registry import registry_entities
+
+        return sorted(set(DEFAULT_TEXT_ENTITIES) | registry_entities(self.recognizer_registry))
 
     def operator_for(self, entity: str) -> str:
         """The operator for a span of ``entity`` in free text."""

