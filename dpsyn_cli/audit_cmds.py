@@ -161,6 +161,41 @@ def register(app: typer.Typer) -> None:
                 typer.echo("  statistical test: not run (no schema with matching columns, or no key)")
         raise typer.Exit(EXIT_OK if t.traced else EXIT_CHECK)
 
+    @audit.command("batch")
+    def batch(
+        data: Annotated[Path, typer.Option("--data", help="The file to check (the data owner's copy).")],
+        batch_id: Annotated[str, typer.Option("--batch-id", help="A release's training batch id (its manifest).")],
+        ledger: LineageOpt = None,
+        as_json: JsonOpt = False,
+        verbose: VerboseOpt = False,
+    ) -> None:
+        """Is DATA the training batch BATCH_ID of a release? Compares keyed digests (needs the pipeline's key).
+
+        Exit 0: the file is the batch's input, byte for byte; 1: it is not, or the key is not available here.
+        """
+        set_env_defaults(verbose)
+
+        def go():
+            from dpsyn.lineage import Ledger
+            from dpsyn.lineage.batch import verify_batch
+            from dpsyn.watermark import load_keys
+
+            if not data.is_file():
+                from dpsyn.errors import InputError
+
+                raise InputError(f"--data file not found: {data}")
+            return verify_batch(data, batch_id, ledger=Ledger(ledger), keys=load_keys())
+
+        v = handle(go, as_json=as_json, verbose=verbose)
+        if as_json:
+            typer.echo(v.model_dump_json())
+        else:
+            typer.echo({"match": f"{data.name} is the input of training batch {batch_id} (key {v.key_id})",
+                        "differs": f"{data.name} is NOT the input of training batch {batch_id}",
+                        "no_key": f"the batch's digests were made with key {v.key_id}, which is not available here",
+                        "no_digest": f"training batch {batch_id} was recorded without digests"}[v.verdict])
+        raise typer.Exit(EXIT_OK if v.verdict == "match" else EXIT_CHECK)
+
     @audit.command("risk")
     def risk(
         train: Annotated[Path, typer.Option("--train", help="The real rows the synthesizer was trained on.")],

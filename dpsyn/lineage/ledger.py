@@ -237,6 +237,12 @@ class Ledger:
             rows = db.execute(_SELECT + " WHERE r.run_id = ? ORDER BY c.recorded_at", (run_id,)).fetchall()
         return [_lineage(r) for r in rows]
 
+    def batch_digests(self, batch_id: str) -> dict | None:
+        """The keyed digests recorded for training batch ``batch_id`` (None: no such batch or no digests)."""
+        with self._connect(write=False) as db:
+            row = db.execute("SELECT * FROM batch_digests WHERE batch_id = ?", (batch_id,)).fetchone()
+        return dict(zip(row.keys(), tuple(row), strict=True)) if row is not None else None
+
     def schemas(self) -> list[str]:
         """The table schemas of recorded runs (names or paths), most recent first."""
         with self._connect(write=False) as db:

@@ -122,7 +122,7 @@ def real_statistics(real: pd.DataFrame, schema: TableSchema, *, pair_max_cells: 
     ``rules`` (a :class:`~dpsyn.validation.rules.RuleSet`) adds each rule check's counts.
     """
     from dpsyn.encoding import DiscreteEncoder
-    from dpsyn.validation import _numeric
+    from dpsyn.validation.fidelity import _numeric
 
     out = RealStatistics(n=len(real))
     cols = [c for c in schema.synthesizable_columns() if c.name in real.columns]

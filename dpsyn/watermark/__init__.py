@@ -31,20 +31,16 @@ from dpsyn.watermark.codes import (
     text_codes,
     verify_code,
 )
+from dpsyn.watermark.detection import ColumnScore, DetectionResult, KeyScore, detect_statistical, score_statistical
 from dpsyn.watermark.keys import KEY_ENV, KEYS_DIR_ENV, WatermarkKey, load_key, load_keys, new_key_file
 from dpsyn.watermark.statistical import (
     DEFAULT_ALPHA,
     DEFAULT_GRID,
     DEFAULT_STRENGTH,
-    ColumnScore,
-    DetectionResult,
     EmbedReport,
-    KeyScore,
     cell_width,
-    detect_statistical,
     embed_statistical,
     embed_statistical_with_report,
-    score_statistical,
 )
 
 __all__ = [

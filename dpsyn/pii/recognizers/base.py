@@ -16,7 +16,8 @@ from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer 
 from presidio_analyzer.pattern_recognizer import REGEX_TIMEOUT_SECONDS as _REGEX_TIMEOUT  # noqa: E402
 from presidio_analyzer.predefined_recognizers import EmailRecognizer  # noqa: E402
 
-__all__ = ["FastContextEnhancer", "LabelledValueRecognizer", "OfflineEmailRecognizer", "same_digits",
+__all__ = ["FastContextEnhancer", "LabelledValueRecognizer", "OfflineEmailRecognizer", "TablePatternRecognizer",
+           "same_digits",
            "skip_when_no_match"]  # fmt: skip
 
 # An extractor that can never touch the network: no URLs, no disk cache, the
@@ -27,6 +28,27 @@ _OFFLINE_TLD = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, fallba
 def same_digits(text: str) -> bool:
     """Whether all digits of ``text`` are the same one (``222-222-2222``)."""
     return len(set(re.sub(r"\D", "", text))) <= 1
+
+
+class TablePatternRecognizer(PatternRecognizer):
+    """A pattern recognizer declared as a table: ``ENTITY``, ``PATTERNS`` (name, regex, score) and ``CONTEXT`` as
+    class attributes, compiled case-sensitively (each pattern sets its own ``(?i:…)`` where it wants)."""
+
+    ENTITY = ""
+    PATTERNS: list[tuple[str, str, float]] = []
+    CONTEXT: list[str] | None = None
+
+    def __init__(self, supported_language: str = "en"):
+        from presidio_analyzer import Pattern
+
+        super().__init__(
+            supported_entity=self.ENTITY,
+            patterns=[Pattern(n, r, s) for n, r, s in self.PATTERNS],
+            context=self.CONTEXT,
+            supported_language=supported_language,
+            global_regex_flags=0,
+            name=type(self).__name__,
+        )
 
 
 class OfflineEmailRecognizer(EmailRecognizer):

@@ -22,6 +22,8 @@ from __future__ import annotations
 from presidio_analyzer import Pattern, PatternRecognizer
 from spacy.lang.en.stop_words import STOP_WORDS
 
+from dpsyn.pii.recognizers.base import TablePatternRecognizer
+
 __all__ = ["OrganizationRecognizer", "PersonCueRecognizer"]
 
 _UP = "A-ZÀ-ÖØ-ÞĀ-ŽŁŚŻ"
@@ -58,30 +60,21 @@ _VERBS = (r"seen|reports|states|denies|presents|presented|was|is|has|had|came|ca
           r"|complains|feels|works|lives|arrived|returned|declined|agreed|wants|asked|reported|underwent|remains|continues")
 
 
-class PersonCueRecognizer(PatternRecognizer):
+class PersonCueRecognizer(TablePatternRecognizer):
     """Person names found by the words around them (see the module docstring)."""
 
     ENTITY = "PERSON"
-
-    def __init__(self, supported_language: str = "en"):
-        patterns = [
-            ("title or role", rf"(?<=\b(?i:{_TITLES}|{_ROLES})\.?(?:[ \t]*[:\-][ \t]*|[ \t]+)(?:{_PART}[ \t]+)?){_FULL}", 0.6),
-            ("self-introduction or greeting", rf"(?<=\b(?i:{_INTRO})\s*[,:]?\s+|\b(?i:{_INTRO})\s*[,:]?\n){_FULL}", 0.5),
-            ("chat, lower case", rf"(?<=\b(?:{_CHAT_INTRO})\s*[,:]?\s+){_FULL_LOWER}", 0.5),
-            ("chat, lower case before a verb", rf"(?:^|(?<=\b(?:lol|omg|ok\s+so|btw|and|or|&)\s)){_FULL_LOWER}(?=\s+(?:says|said|just|texted|called|is|was|are|were|wants|asked|and|&)\b)", 0.45),
-            ("all-caps name opening a record", rf"(?:^|(?<=\n))[{_UP}]{{2,}}(?:\s+[{_UP}]{{2,}}){{1,2}}(?=,)", 0.45),
-            ("list", rf"(?<=\b(?i:{_LIST_LABEL})\b[^:\n]{{0,30}}:\s*)(?:{_FULL}|{_FULL_LOWER})(?:{_SEP}(?:{_FULL}|{_FULL_LOWER})){{0,8}}", 0.5),
-            ("opens a note, clinical verb", rf"(?:^|(?<=[.!?:]\s))(?!(?i:(?:{_TITLES}|{_ROLES})\b)){_NAME}(?:\s+{_NAME})?(?=\s+(?i:{_VERBS})\b)", 0.45),
-            ("name here", rf"(?:^|(?<=[.!?]\s)){_NAME}\s+{_NAME}(?=\s+here\b)", 0.5),
-            ("surname, first name", rf"(?<=\b(?i:patient|pt|name|client|resident|insured|subscriber|guarantor)\s*:\s*)[{_UP}][{_UP}'’\-]+,\s+{_NAME}", 0.6),
-        ]  # fmt: skip
-        super().__init__(
-            supported_entity=self.ENTITY,
-            patterns=[Pattern(n, r, s) for n, r, s in patterns],
-            supported_language=supported_language,
-            global_regex_flags=0,
-            name="PersonCueRecognizer",
-        )
+    PATTERNS = [
+        ("title or role", rf"(?<=\b(?i:{_TITLES}|{_ROLES})\.?(?:[ \t]*[:\-][ \t]*|[ \t]+)(?:{_PART}[ \t]+)?){_FULL}", 0.6),
+        ("self-introduction or greeting", rf"(?<=\b(?i:{_INTRO})\s*[,:]?\s+|\b(?i:{_INTRO})\s*[,:]?\n){_FULL}", 0.5),
+        ("chat, lower case", rf"(?<=\b(?:{_CHAT_INTRO})\s*[,:]?\s+){_FULL_LOWER}", 0.5),
+        ("chat, lower case before a verb", rf"(?:^|(?<=\b(?:lol|omg|ok\s+so|btw|and|or|&)\s)){_FULL_LOWER}(?=\s+(?:says|said|just|texted|called|is|was|are|were|wants|asked|and|&)\b)", 0.45),
+        ("all-caps name opening a record", rf"(?:^|(?<=\n))[{_UP}]{{2,}}(?:\s+[{_UP}]{{2,}}){{1,2}}(?=,)", 0.45),
+        ("list", rf"(?<=\b(?i:{_LIST_LABEL})\b[^:\n]{{0,30}}:\s*)(?:{_FULL}|{_FULL_LOWER})(?:{_SEP}(?:{_FULL}|{_FULL_LOWER})){{0,8}}", 0.5),
+        ("opens a note, clinical verb", rf"(?:^|(?<=[.!?:]\s))(?!(?i:(?:{_TITLES}|{_ROLES})\b)){_NAME}(?:\s+{_NAME})?(?=\s+(?i:{_VERBS})\b)", 0.45),
+        ("name here", rf"(?:^|(?<=[.!?]\s)){_NAME}\s+{_NAME}(?=\s+here\b)", 0.5),
+        ("surname, first name", rf"(?<=\b(?i:patient|pt|name|client|resident|insured|subscriber|guarantor)\s*:\s*)[{_UP}][{_UP}'’\-]+,\s+{_NAME}", 0.6),
+    ]  # fmt: skip
 
 
 _ORG_AFTER = (r"General\s+Hospital|Hospital|Medical\s+Cent(?:er|re)|Health\s+Cent(?:er|re)|Clinic|Family\s+Practice"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from presidio_analyzer import Pattern, PatternRecognizer
 
-from dpsyn.pii.recognizers.base import LabelledValueRecognizer
+from dpsyn.pii.recognizers.base import LabelledValueRecognizer, TablePatternRecognizer
 
 __all__ = ["PostcodeRecognizer", "StreetAddressRecognizer", "SubdivisionRecognizer", "postcode_label_recognizer"]
 
@@ -106,31 +106,22 @@ _STATES = ("AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI
            "|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|VI|GU|NSW|VIC|QLD|SA|TAS|ACT|NT")
 
 
-class PostcodeRecognizer(PatternRecognizer):
+class PostcodeRecognizer(TablePatternRecognizer):
     """Postcodes by shape and position (see the module docstring)."""
 
     ENTITY = "ZIP_CODE"
-
-    def __init__(self, supported_language: str = "en"):
-        patterns = [
-            ("after a state", rf"(?<=\b(?:{_STATES})\.?,?\s)\d{{4,5}}(?:-\d{{4}})?\b", 0.6),
-            ("UK", r"\b(?:[A-Z]{1,2}\d[A-Z\d]?|GIR)\s?\d[ABD-HJLNP-UW-Z]{2}\b", 0.5),
-            ("Canada", r"\b[ABCEGHJ-NPRSTVXY]\d[ABCEGHJ-NPRSTV-Z][ \-]?\d[ABCEGHJ-NPRSTV-Z]\d\b", 0.5),
-            ("Netherlands", r"\b[1-9]\d{3}\s?(?!SA|SD|SS)[A-Z]{2}\b(?=\s+[A-Z]|\s*$|,)", 0.45),
-            ("ZIP+4 / Brazil", r"(?<![\d\-])\d{5}-\d{3,4}(?![\d\-])", 0.5),
-            ("Portugal", r"(?<![\d\-])\d{4}-\d{3}(?![\d\-])", 0.4),
-            ("Poland", r"(?<![\d\-])\d{2}-\d{3}(?![\d\-])", 0.2),
-            ("country prefix", r"\b(?:D|F|A|CH|I|E|P|NL|B|L|DK|S|FI|N|PL|CZ)-\d{4,5}\b", 0.5),
-            ("digits before a town", rf"(?<![\w\-.,/])\d{{4,5}}(?=\s+{_WORD}(?:\s|,|\.|$))", 0.1),
-        ]
-        super().__init__(
-            supported_entity=self.ENTITY,
-            patterns=[Pattern(n, r, s) for n, r, s in patterns],
-            context=["zip", "postcode", "postal", "plz", "cep", "cap", "address", "city", "town", "postnummer", "postinumero"],
-            supported_language=supported_language,
-            global_regex_flags=0,
-            name="PostcodeRecognizer",
-        )
+    CONTEXT = ["zip", "postcode", "postal", "plz", "cep", "cap", "address", "city", "town", "postnummer", "postinumero"]
+    PATTERNS = [
+        ("after a state", rf"(?<=\b(?:{_STATES})\.?,?\s)\d{{4,5}}(?:-\d{{4}})?\b", 0.6),
+        ("UK", r"\b(?:[A-Z]{1,2}\d[A-Z\d]?|GIR)\s?\d[ABD-HJLNP-UW-Z]{2}\b", 0.5),
+        ("Canada", r"\b[ABCEGHJ-NPRSTVXY]\d[ABCEGHJ-NPRSTV-Z][ \-]?\d[ABCEGHJ-NPRSTV-Z]\d\b", 0.5),
+        ("Netherlands", r"\b[1-9]\d{3}\s?(?!SA|SD|SS)[A-Z]{2}\b(?=\s+[A-Z]|\s*$|,)", 0.45),
+        ("ZIP+4 / Brazil", r"(?<![\d\-])\d{5}-\d{3,4}(?![\d\-])", 0.5),
+        ("Portugal", r"(?<![\d\-])\d{4}-\d{3}(?![\d\-])", 0.4),
+        ("Poland", r"(?<![\d\-])\d{2}-\d{3}(?![\d\-])", 0.2),
+        ("country prefix", r"\b(?:D|F|A|CH|I|E|P|NL|B|L|DK|S|FI|N|PL|CZ)-\d{4,5}\b", 0.5),
+        ("digits before a town", rf"(?<![\w\-.,/])\d{{4,5}}(?=\s+{_WORD}(?:\s|,|\.|$))", 0.1),
+    ]
 
 
 def postcode_label_recognizer(supported_language: str = "en") -> LabelledValueRecognizer:

@@ -43,6 +43,7 @@ def test_shards_are_disjoint_and_cover_every_row():
         assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_two_gloo_processes_record_the_same_accounting_as_one():
     data = _data()
     one, sigma = _accountant()

@@ -43,6 +43,7 @@ def test_labels_follow_the_task_model(adult_sample, adult_schema):
     assert set(out["income"].dropna()) <= {"<=50K", ">50K"}
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 @pytest.mark.parametrize("name", ["dpgen", "dpdsyn"])
 def test_log_likelihood_scores_rows(name, adult_sample, adult_schema):
     cfg = FAST if name == "dpdsyn" else {k: v for k, v in FAST.items() if not k.startswith("task_")}
@@ -56,6 +57,7 @@ def test_log_likelihood_scores_rows(name, adult_sample, adult_schema):
     assert np.median(synth.log_likelihood(odd)) < np.median(ll)
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 @pytest.mark.parametrize("size_share", [0.0, 0.2])
 def test_group_clip_option_on_both_dp_sgd_mechanisms(adult_sample, adult_schema, size_share):
     """DP-SGD-S on the task model and the generator: same accounting labels, bounds recorded per group; with
@@ -84,6 +86,7 @@ def test_group_clip_column_must_be_in_the_schema(adult_sample, adult_schema):
                privacy=PRIV).fit(adult_sample.iloc[:200], adult_schema)
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_task_model_weights_are_the_ema_of_its_iterates(adult_sample, adult_schema):
     import torch
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
 from dpsyn.privacy.budget import BUDGET_ENV, BudgetLedger, budget_path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -254,6 +254,7 @@ except PrivacyBudgetExceededError:
 """
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_four_processes_racing_for_the_last_of_the_budget(url, tmp_path):
     """Four processes reserve ε=1 against a cap of 2.5 on a ledger none has created yet: exactly two succeed."""
     go = tmp_path / "go"

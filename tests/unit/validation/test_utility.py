@@ -41,6 +41,7 @@ def _run(adult_sample, adult_schema, synth, seed=0):
     return rep, acct
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_useful_synthetic_data_passes_and_both_mechanisms_are_charged(adult_sample, adult_schema):
     rep, acct = _run(adult_sample, adult_schema, lambda t: t.copy())
     check = next(c for c in rep.checks if c.name == "utility:auc_drop")

@@ -47,6 +47,7 @@ def test_dcr_tells_a_copy_from_a_fresh_sample(halves, adult_schema):
     assert fresh.exact_copies_of_train < 0.2
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_attribute_inference_sees_memorisation_only(halves, adult_schema):
     train, holdout, other = halves
     cols = sensitive_columns(adult_schema)

@@ -7,15 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dpsyn.io import read_table
 from dpsyn.schema import load_schema
 from dpsyn.validation.metrics import GBM_MAX_CATEGORIES, _xy, gbm_frame, tstr_scores
 from dpsyn.validation.utility import tstr_scores_on
 
-SAMPLE = Path(__file__).resolve().parents[2] / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
+SAMPLE = Path(__file__).resolve().parents[3] / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
 
 
+@pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_tstr_scores_handle_columns_with_more_categories_than_the_gbm_supports(tmp_path):
     schema = load_schema("diabetes130")
     csv = tmp_path / "d130.csv"

@@ -20,15 +20,13 @@ from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.validation import (
     ValidationConfig,
-    _fidelity_from_counts,
-    _histograms_from_counts,
-    _pairs_from_counts,
     column_histograms,
     fidelity_statistics,
     pair_statistics,
     real_statistics_for,
     validate,
 )
+from dpsyn.validation.fidelity import _fidelity_from_counts, _histograms_from_counts, _pairs_from_counts
 from dpsyn.validation.stats import RealStatistics
 
 pytestmark = [
