@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["EXIT_CHECK", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle",
+__all__ = ["EXIT_CHECK", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle", "print_verdict",
            "set_env_defaults"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
@@ -85,3 +85,19 @@ def handle(fn, *, as_json: bool, verbose: bool):
             f"the run failed with {type(e).__name__}; nothing was published (rerun with --verbose for details)",
             EXIT_CHECK, as_json=as_json,
         ) from None
+
+
+def print_verdict(report, html=None) -> None:
+    """The gate's verdict where the user looks: failed and uninformative checks with their noisy values and
+    limits (DP statistics only, never rows), and where the HTML report is."""
+    for c in report.failures():
+        typer.echo(f"FAIL {c.name}: {c.value:.4f} > limit {c.limit:.4f} (threshold {c.threshold:.4f}, "
+                   f"noise std {c.noise_std:.4f})")
+    for c in report.uninformative():
+        if c.primary:
+            typer.echo(f"UNINFORMATIVE {c.name}: noise std {c.noise_std:.4f} too large for threshold "
+                       f"{c.threshold:.4f}")
+    weak = len(report.uninformative())
+    typer.echo(f"gate {report.verdict.upper()}: {len(report.checks) - len(report.failures()) - weak} passed, "
+               f"{len(report.failures())} failed, {weak} uninformative of {len(report.checks)} checks "
+               f"(primary noise std {report.noise_std:.4f})" + (f"; report: {html}" if html else ""))

@@ -24,6 +24,7 @@ from dpsyn_cli.common import (
     VerboseOpt,
     fail,
     handle,
+    print_verdict,
     set_env_defaults,
 )
 
@@ -90,15 +91,14 @@ def validate(
             "epsilon spent": f"{privacy['epsilon_spent']:.4f}", "delta": f"{privacy['delta']:g}"}))
     failed = rep.failures()
     if as_json:
-        typer.echo(json.dumps({"passed": not failed, "failed": [c.name for c in failed],
+        typer.echo(json.dumps({"passed": rep.is_valid(), "verdict": rep.verdict, "failed": [c.name for c in failed],
+                               "uninformative": [c.name for c in rep.uninformative()],
                                "checks": [c.model_dump() for c in rep.checks], "noise_std": rep.noise_std,
                                "epsilon_spent": privacy["epsilon_spent"], "delta": privacy["delta"]}))
     else:
-        for c in failed:
-            typer.echo(f"FAIL {c.name}: {c.value:.4f} > {c.limit:.4f} (threshold {c.threshold:.4f})")
-        typer.echo(f"{len(rep.checks) - len(failed)}/{len(rep.checks)} checks passed; "
-                   f"ε spent {privacy['epsilon_spent']:.4f} at δ={privacy['delta']:g} (noise std {rep.noise_std:.4f})")
-    if failed:
+        print_verdict(rep, html)
+        typer.echo(f"ε spent {privacy['epsilon_spent']:.4f} at δ={privacy['delta']:g}")
+    if not rep.is_valid():
         raise typer.Exit(EXIT_CHECK)
 
 

@@ -22,8 +22,10 @@ def _in_run() -> bool:
 def validation_markdown(report) -> str:
     """The gate's verdict as Markdown: failed checks first, then a count of the rest (DP statistics only)."""
     failures = report.failures()
-    head = (f"## Validation gate: {'PASSED' if report.is_valid() else 'FAILED'}\n\n"
-            f"{len(report.checks) - len(failures)} of {len(report.checks)} checks passed "
+    weak = report.uninformative()
+    head = (f"## Validation gate: {report.verdict.upper()}\n\n"
+            f"{len(report.checks) - len(failures) - len(weak)} of {len(report.checks)} checks passed, "
+            f"{len(weak)} uninformative (too noisy to judge) "
             f"(about {report.n_real:,} real rows by the run's noisy count, {report.n_synthetic:,} synthetic; one-way "
             f"noise std {report.noise_std:.4f}).\n")
     if failures:

@@ -79,9 +79,10 @@ def build_manifest(config: SynthesizeConfig, ctx: RunContext, batch: dict, count
 
 
 @task(name="gate-verdict", **PRIVATE)
-def check_gate(report: dict) -> None:
-    """A failing gate stops the run here: nothing is published (the spend is already settled)."""
-    manifest.raise_if_gate_failed(report)
+def check_gate(config: SynthesizeConfig, report: dict) -> None:
+    """A failing (or uninformative, unless allowed) gate stops the run here: nothing is published (the spend
+    is already settled)."""
+    manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative)
 
 
 @task(name="publish", **PRIVATE)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dpsyn.config import SynthesizeConfig
-from dpsyn.errors import GateFailedError
 from dpsyn.pipeline.context import RunContext
+from dpsyn.validation.report import raise_for_verdict
 
-__all__ = ["build_manifest", "gate_passed", "output_dir", "raise_if_gate_failed", "training_batch"]
+__all__ = ["build_manifest", "gate_passed", "output_dir", "gate_verdict", "raise_if_gate_failed", "training_batch"]
 
 
 def training_batch(config: SynthesizeConfig, batch: dict, rows_estimate: int) -> dict:
@@ -22,7 +22,15 @@ def training_batch(config: SynthesizeConfig, batch: dict, rows_estimate: int) ->
 
 
 def gate_passed(report: dict) -> bool:
-    return all(c["passed"] for c in report["checks"])
+    """True when the gate passed, or was uninformative and the run allowed that (the manifest's ``gate`` says)."""
+    return gate_verdict(report) in ("passed", "uninformative")
+
+
+def gate_verdict(report: dict) -> str:
+    """passed, failed or uninformative (dpsyn.validation.ValidationReport.verdict)."""
+    if any(not c["passed"] and c.get("status") != "uninformative" for c in report["checks"]):
+        return "failed"
+    return report.get("verdict", "passed")
 
 
 def build_manifest(config: SynthesizeConfig, ctx: RunContext, *, batch: dict, watermark: dict, privacy: dict,
@@ -40,6 +48,7 @@ def build_manifest(config: SynthesizeConfig, ctx: RunContext, *, batch: dict, wa
         "population": ctx.population,
         "cumulative_epsilon": lifetime["spent_epsilon"],
         "gate_passed": gate_passed(report),
+        "gate": gate_verdict(report),  # passed, or uninformative (published only with allow_uninformative)
     }
 
 
@@ -53,11 +62,10 @@ def model_name(config: SynthesizeConfig, schema_name: str) -> str:
     return config.model_name or f"dpsyn-{schema_name}"
 
 
-def raise_if_gate_failed(report: dict) -> None:
-    """A failing gate publishes nothing: raise :class:`GateFailedError` naming the failed checks."""
-    failed = [c["name"] for c in report["checks"] if not c["passed"]]
-    if failed:
-        raise GateFailedError(f"validation gate failed: {', '.join(failed)}; nothing was published", failures=failed)
+def raise_if_gate_failed(report: dict, *, allow_uninformative: bool = False) -> None:
+    """A failing gate publishes nothing, nor does an uninformative one unless allowed: raise
+    :class:`GateFailedError` naming the failed (or uninformative) checks."""
+    raise_for_verdict(report, allow_uninformative=allow_uninformative)
 
 
 def output_dir(config: SynthesizeConfig, ctx: RunContext, version: str | None) -> Path:

@@ -21,11 +21,6 @@ class ValidationConfig(BaseModel):
         "catches broken associations: a column shuffled against the rest shows 0.3-0.5 against its strongest "
         "partner (Adult: relationship vs marital-status 0.51).",
     )
-    pair_weight: float = Field(
-        default=1.0, gt=0,
-        description="Total squared weight of all pair statistics relative to the one-way ones in the gate's one "
-        "Gaussian release (their noise is spread accordingly).",
-    )
     sampling_allowance: bool = Field(
         default=True,
         description="Add to each TVD threshold the distance two samples of these sizes from one distribution "
@@ -44,11 +39,6 @@ class ValidationConfig(BaseModel):
         default=0.1, gt=0, lt=1, description="ε share (alone) of the DP-SGD train-on-real reference model.")
     utility_positive: str | None = Field(
         default=None, description="Positive target value for AUC; default: the last value of the target's domain.")
-    rule_weight: float = Field(
-        default=4.0, gt=0,
-        description="Weight of each rule statistic in the one release (one-way statistics weigh 1): rules are "
-        "judged on rare subpopulations (e.g. pregnancy encounters, <1% of rows) and need the precision.",
-    )
     pair_max_cells: int = Field(
         default=400, ge=0, description="Check only pairs whose joint public domain has at most this many cells; 0: no pairs."
     )
@@ -58,9 +48,9 @@ class ValidationConfig(BaseModel):
         "estimated by anyone (2,000 rows: pairs up to 80 cells).",
     )
     hist_weight: float = Field(
-        default=1.0, ge=0,
-        description="Weight of each column's real histogram (public encoding) in the gate's one release: the "
-        "report plots real (noisy) against synthetic per column; 0: no histograms, no plots of the real side.",
+        default=0.125, ge=0,
+        description="Total squared weight of the columns' real histograms (public encoding) in the gate's one "
+        "release: the report plots real (noisy) against synthetic per column; 0: no histograms, no plots.",
     )
     budget_share: float = Field(default=0.2, gt=0, lt=1, description="Share of the run's ε for the gate.")
     rules: str | None = Field(
@@ -72,15 +62,61 @@ class ValidationConfig(BaseModel):
         default=None, ge=0, le=1, description="Override the rules file's tolerance on violation rates.")
     noise_margin: float | None = Field(
         default=None, ge=0,
-        description="Fail a check only if its noisy value exceeds threshold + z × noise std. Default: z = Φ⁻¹(1 − "
-        "false_alarm) (1.645) for one-way, rule and utility checks, and the family-wise z = Φ⁻¹(1 − false_alarm / "
-        "k) over the k pair checks (k = 900: 4.0), whose number grows with the square of the width. A number here "
-        "sets z for every check.",
+        description="Fail a check only if its noisy value exceeds threshold + z × noise std. Default: one z for the "
+        "whole family of informative checks, z = Φ⁻¹(1 − false_alarm / k) over its k checks (Bonferroni), so a "
+        "table that meets every threshold passes with probability ≥ 1 − false_alarm whatever its width. A number "
+        "here sets z for every check.",
     )
     false_alarm: float = Field(
-        default=0.05, gt=0, lt=1,
-        description="Rate of failures caused by DP noise alone: per one-way/rule/utility check, and for all pair "
-        "checks together (see noise_margin).")
+        default=0.05, gt=0, lt=1, description="Rate of gate failures caused by DP noise alone, over all checks.")
+    target_pair_threshold: float = Field(
+        default=0.05, gt=0, le=1,
+        description="Max pair TVD (beyond the sampling allowance) of a pair with the target: the target's "
+        "associations are what a task-oriented table is for (a target shuffled against the rest: 0.12-0.15 on "
+        "Adult).")
+    target_tvd_threshold: float = Field(
+        default=0.05, gt=0, le=1,
+        description="Max TVD (or KS) of the target column: the column the synthetic table is for is held tighter "
+        "than the others (a 7 %-positive target turned constant is a 0.07 TVD).")
+    tail_threshold: float = Field(
+        default=0.05, gt=0, le=1,
+        description="Max share of real rows in the numeric bins the synthetic table leaves empty, per numeric "
+        "column (the worst column is released): an empty tail fails even when KS is small.")
+    constant_share: float = Field(
+        default=0.99, gt=0.5, le=1,
+        description="A synthetic column whose most common cell holds at least this share of rows is near-constant.")
+    constant_threshold: float = Field(
+        default=0.02, gt=0, le=1,
+        description="Max share of real rows outside a near-constant synthetic column's cell (the worst column "
+        "is released): a column the real rows spread over must not come out constant.")
+    max_noise_ratio: float = Field(
+        default=1.0, gt=0,
+        description="A check is informative when its noise margin (z × noise std) is at most this × its threshold; "
+        "otherwise it is reported 'uninformative' and never counted as a pass.")
+    verdict_resolution: float = Field(
+        default=0.03, gt=0, le=1,
+        description="The verdict rests on one statistic, the worst excess of any check over its threshold; it is "
+        "informative when its noise margin is at most max_noise_ratio × this. Otherwise the verdict is "
+        "'uninformative' and nothing is published (see allow_uninformative).")
+    allow_uninformative: bool = Field(
+        default=False,
+        description="Publish when the gate is uninformative (too few rows for its ε): the manifest then says "
+        "gate 'uninformative' instead of 'passed'.")
+    primary_weight: float = Field(
+        default=1.0, gt=0, description="Weight of the verdict statistic (gate:worst) in the gate's one release.")
+    detail_weight: float = Field(
+        default=0.25, ge=0,
+        description="Total squared weight of the diagnosis (which family, which column): half to the target, the "
+        "families' worst excesses and the soft rules, half to the per-column, per-pair, tail and constant checks; "
+        "each judges too once informative (large tables).",
+    )
+    utility_margin: float = Field(
+        default=0.05, gt=0, lt=0.5,
+        description="The synthetic-trained model's AUC on held-out real rows must exceed 0.5 + this margin.")
+    utility_min_positives: float = Field(
+        default=30, gt=0,
+        description="Fewer (noisy) minority-class rows in the holdout than this: the utility checks are "
+        "uninformative (an AUC on a handful of positives says nothing).")
     audit: bool = Field(
         default=False,
         description="One-run privacy audit inside the run (dpsyn/audit/canaries.py): canaries join the training rows "

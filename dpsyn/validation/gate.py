@@ -30,6 +30,14 @@ from scipy.stats import norm as _norm
 from dpsyn.errors import InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.schema import TableSchema
+from dpsyn.validation.checks import (
+    Stat,
+    constant_checks,
+    excess_statistic,
+    hard_rule_results,
+    one_way_checks,
+    tail_checks,
+)
 from dpsyn.validation.config import ValidationConfig
 from dpsyn.validation.fidelity import (
     _cells,
@@ -45,6 +53,9 @@ __all__ = ["VALIDATION_LABEL", "gate_rules", "plan_validation", "real_statistics
 logger = logging.getLogger(__name__)
 
 VALIDATION_LABEL = "validation.fidelity"
+# a soft rule's check is informative when it resolves a violation rate this far above the real one (or its
+# tolerance, if larger): a rule broken in 1 row of 1,000 more than in the real table is not what it must find
+RULE_RESOLUTION = 0.05
 
 
 def gate_rules(config: ValidationConfig, schema: TableSchema):
@@ -92,8 +103,11 @@ def _utility_statistics(real, synth, holdout, schema, config, accountant, noise,
 
 def real_statistics_for(real: pd.DataFrame, schema: TableSchema, config: ValidationConfig) -> RealStatistics:
     """The exact counts the gate reads from ``real`` (private): :func:`dpsyn.validation.stats.real_statistics`
-    with the gate's pair limit and rules. Counts of disjoint partitions merge into those of the whole table."""
-    return real_statistics(real, schema, pair_max_cells=config.pair_max_cells, rules=gate_rules(config, schema))
+    with the gate's pair limit and soft rules (hard rules read no real row). Counts of disjoint partitions merge
+    into those of the whole table."""
+    rules = gate_rules(config, schema)
+    return real_statistics(real, schema, pair_max_cells=config.pair_max_cells,
+                           rules=rules.part(hard=False) if rules is not None else None)
 
 
 def plan_validation(accountant: PrivacyAccountant, config: ValidationConfig, *,
@@ -149,119 +163,187 @@ def validate(
             "the table is too small for the validation gate at this ε: its noisy row count cannot bound the "
             "gate's sensitivity; use more rows or a larger ε")
     max_cells = min(config.pair_max_cells, int(n / config.pair_min_rows_per_cell))
-    stats = _fidelity_from_counts(real_stats, synth, schema) + _pairs_from_counts(real_stats, synth, schema,
-                                                                                  max_cells=max_cells)
-    rule_real, rule_synth, conditional = {}, {}, set()
-    if rules is not None:
-        from dpsyn.validation.rules import conditional_checks, rule_counts
-
-        conditional = conditional_checks(rules)
-        rule_synth_counts = rule_counts(synth, rules, schema)
-        if set(real_stats.rules) != set(rule_synth_counts):
-            raise ValueError("the real statistics were computed with other rules than the gate's")
-        for check, (v, m) in real_stats.rules.items():
-            rule_real[check] = v / max(real_stats.n, 1)  # released (noised below): violation rate
-            if check in conditional:
-                rule_real[check + "#applies"] = m / max(real_stats.n, 1)  # released: share the rule applies to
-        rule_counts_synth = rule_synth_counts
-        for check, (v, m) in rule_counts_synth.items():
-            rule_synth[check] = (v / m if m else 0.0) if check in conditional else v / max(len(synth), 1)
+    one_way = _fidelity_from_counts(real_stats, synth, schema)
+    target, single, pairs = one_way_checks(
+        one_way + _pairs_from_counts(real_stats, synth, schema, max_cells=max_cells), _cells(schema), schema,
+        config, n, len(synth))
+    hists = _histograms_from_counts(real_stats, synth, schema)
+    tails, consts = tail_checks(hists, real_stats, synth, schema, config), constant_checks(hists, config)
+    plain_rules, cond_rules = _soft_rule_stats(real_stats, synth, schema, rules, config)
+    # the verdict: one statistic, the worst excess over every check's threshold (sensitivity 1/(n−1))
+    verdict = excess_statistic("gate:worst", target + single + pairs + tails + consts + plain_rules,
+                               ref=config.verdict_resolution, primary=True)
+    families = [f for f in (excess_statistic(name, fam) for name, fam in (
+        ("one_way:worst", single), ("pairs:worst", pairs), ("tail:worst", tails), ("constant:worst", consts)))
+        if f is not None]
+    # the diagnosis shares a fixed pool of squared weight: half to the target, the families and the rules, half
+    # to the per-column, per-pair checks
+    pools = [p for p in (target + families + plain_rules + cond_rules, single + pairs + tails + consts) if p]
+    for pool in pools:
+        for s in pool:
+            s.weight = math.sqrt(config.detail_weight / len(pools) / len(pool)) if config.detail_weight > 0 else 0.0
+    primary = []
+    if verdict is not None:
+        verdict.weight = config.primary_weight
+        primary.append(verdict)
+    stats_ = primary + [s for pool in pools for s in pool if s.weight > 0]
+    if config.hist_weight <= 0:
+        hists = []
+    w_h = math.sqrt(config.hist_weight / len(hists)) if hists else 0.0
     util = _utility_statistics(real, synth, holdout, schema, config, accountant, noise, counts)
-    # One Gaussian release of the weighted vector (w_i · stat_i): each statistic moves by ≤ 1/(n−1), so the
-    # L2 sensitivity is √(Σ w_i²)/(n−1) and statistic i gets noise std σ·√(Σ w²)/(n−1)/w_i. Pairs share
-    # `pair_weight` times the one-way statistics' total squared weight, so many pairs cannot drown the rest.
-    n_pairs = sum(1 for _, st, _ in stats if st == "tvd2")
-    n_single = max(len(stats) - n_pairs, 1)
-    w_pair = math.sqrt(config.pair_weight * n_single / n_pairs) if n_pairs else 1.0
-    # each column's histogram (shares over its public cells) moves by ≤ √2/(n−1) in L2: weight² counts twice
-    hists = _histograms_from_counts(real_stats, synth, schema) if config.hist_weight > 0 else []
-    h_cells = sum(len(r) for _, r, _ in hists)
-    w = np.array([w_pair if st == "tvd2" else 1.0 for _, st, _ in stats] + [config.rule_weight] * len(rule_real)
-                 + [config.hist_weight] * h_cells)
-    sum_w2 = float(np.sum(w[: len(w) - h_cells] ** 2)) + 2 * config.hist_weight**2 * len(hists)
-    # each statistic moves by ≤ 1/(n − 1) ≤ 1/n_low: the bound uses the noisy count's lower bound, never n
+    # One Gaussian release of (w_i · stat_i) and the weighted histograms: each statistic moves by ≤ 1/(n−1) ≤
+    # 1/n_low, each histogram (shares over its cells) by ≤ √2/n_low in L2, so the L2 sensitivity is
+    # √(Σ w_i² + 2 Σ w_h²)/n_low; statistic i gets noise std σ·that/w_i.
+    sum_w2 = sum(s.weight**2 for s in stats_) + 2 * w_h**2 * len(hists)
     delta_t = math.sqrt(sum_w2 or 1.0) / n_low
     # holdout statistics move by ≤ 1/|H| ≤ 1/h_low each; T and H are disjoint (secret coins): a row changes one
     delta_h = math.sqrt(len(util["values"])) / counts.lower_bound("holdout") if util else 0.0
     base = sigma * max(delta_t, delta_h)
-    stds = np.concatenate([base / w, np.full(len(util["values"]) if util else 0, base)])
-    exact = np.array([v for _, _, v in stats] + list(rule_real.values())
-                     + [x for _, r, _ in hists for x in r] + (util["values"] if util else []))
+    h_cells = sum(len(r) for _, r, _ in hists)
+    stds = np.concatenate([[base / s.weight for s in stats_], np.full(h_cells, base / w_h if w_h else 0.0),
+                           np.full(len(util["values"]) if util else 0, base)])
+    exact = np.array([s.exact for s in stats_] + [x for _, r, _ in hists for x in r]
+                     + (util["values"] if util else []))
     noisy_all = exact + noise.normal_numpy(len(exact), 1.0) * stds
-    k_r = len(stats) + len(rule_real)
-    k_t = k_r + h_cells
-    noisy, noisy_rules = noisy_all[: len(stats)], noisy_all[len(stats):k_r]
-    std_stats, std_rules = stds[: len(stats)], stds[len(stats):k_r]
-    std = base
     accountant.record(VALIDATION_LABEL, noise_multiplier=sigma, sample_rate=1.0, steps=1)
-    # margins: per check for the few one-way, rule and utility checks; family-wise (Bonferroni) over the many
-    # noisy pair checks, whose count grows with the square of the width
-    n_pair_checks = sum(1 for _, st, _ in stats if st == "tvd2")
-    z = config.noise_margin if config.noise_margin is not None else float(_norm.ppf(1 - config.false_alarm))
-    z_pair = config.noise_margin if config.noise_margin is not None else \
-        float(_norm.ppf(1 - config.false_alarm / max(n_pair_checks, 1)))
-    report = ValidationReport(noise_std=std, n_real=n, n_synthetic=len(synth), noise_margin=z,
-                              pair_noise_margin=z_pair)
-    i = k_r
+    k = len(stats_)
+    report = ValidationReport(noise_std=base / config.primary_weight, n_real=n, n_synthetic=len(synth))
+    i = k
     for col, r, sy in hists:
         report.histograms.append(ColumnHistogram(
             column=col.name, labels=list(col.labels), real=[float(x) for x in noisy_all[i:i + len(r)]],
             synthetic=[float(x) for x in sy], noise_std=float(stds[i])))
         i += len(r)
-    cells = _cells(schema)
-    for (column, stat, _), value, sd in zip(stats, noisy, std_stats, strict=True):
-        default = {"tvd": config.tvd_threshold, "tvd2": config.pair_tvd_threshold}.get(stat, config.ks_threshold)
-        if stat == "tvd2":  # a loosened column loosens its pairs too, unless the pair has its own threshold
-            default = max([default, *(config.thresholds[c] for c in column.split("/") if c in config.thresholds)])
-        thr = config.thresholds.get(column, default)
-        if config.sampling_allowance and stat in ("tvd", "tvd2"):
-            k = math.prod(cells[c] for c in column.split("/"))
-            thr += math.sqrt(k * (1 / max(n, 1) + 1 / max(len(synth), 1)) / (2 * math.pi))
-        limit = thr + (z_pair if stat == "tvd2" else z) * float(sd)
-        v = float(value)
-        report.checks.append(
-            CheckResult(name=f"{stat}:{column}", column=column, statistic=stat, value=v, threshold=thr, limit=limit,
-                        noise_std=float(sd), passed=v <= limit)
-        )
-    tol = config.rule_tolerance if config.rule_tolerance is not None else (rules.tolerance if rules else 0.0)
-    released = dict(zip(rule_real, zip(noisy_rules, std_rules, strict=True), strict=True))
-    for check in rule_synth:
-        real_rate, sd = released[check]
-        real_rate, sd = float(real_rate), float(sd)
-        applies = released.get(check + "#applies")
-        if applies is not None and applies[0] > 3 * applies[1]:
-            # judged on the rows the condition selects: noisy violations / noisy applicable rows
-            share = float(applies[0])
-            real_rate, sd = min(max(real_rate, 0.0) / share, 1.0), sd * math.sqrt(2) / share
-            stat = "rule_conditional_violation_rate"
-        else:  # too few applicable real rows to estimate a conditional rate: compare shares of all rows
-            stat = "rule_violation_rate"
-            if check in conditional:
-                v, m = rule_counts_synth[check]
-                rule_synth[check] = v / max(len(synth), 1)
-        thr = max(real_rate, 0.0) + tol  # the real rate is known only with noise
-        limit = thr + z * sd
-        v = rule_synth[check]
-        report.checks.append(
-            CheckResult(name=check, column=check.removeprefix("rule:"), statistic=stat, value=v,
-                        threshold=thr, limit=limit, noise_std=sd, passed=v <= limit)
-        )
+    judged = [(s, float(v), float(sd)) for s, v, sd in zip(stats_, noisy_all[:k], stds[:k], strict=True)]
+    judged = _rule_rates(judged, synth, rules, schema, config)
     if util:
-        from dpsyn.validation.utility import auc_drop_std, auc_from_shares
-
-        u_tstr, u_trtr, p_share = (float(x) for x in noisy_all[k_t:])
-        auc_tstr, auc_trtr = auc_from_shares(u_tstr, p_share), auc_from_shares(u_trtr, p_share)
-        sd = auc_drop_std(base, p_share)
-        drop = auc_trtr - auc_tstr
-        limit = config.max_auc_drop + z * sd
-        report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": counts.estimate("holdout"),
-                          "positive": util["positive"]}
-        report.checks.append(CheckResult(name="utility:auc_drop", column=schema.target, statistic="auc_drop",
-                                         value=drop, threshold=config.max_auc_drop, limit=limit, noise_std=sd,
-                                         passed=drop <= limit))
-    logger.info("validation: %d/%d checks passed (noise std %.4f)", len(report.checks) - len(report.failures()),
-                len(report.checks), std)
+        judged += _utility_checks(util, noisy_all[k + h_cells:], base, counts, schema, config, report)
+    _judge(report, judged, config)
+    for check, share, tol in hard_rule_results(synth, rules, schema):
+        report.checks.append(CheckResult(name=check, column=check.removeprefix("rule:"), statistic="hard_rule",
+                                         value=share, threshold=tol, limit=tol, noise_std=0.0, primary=True,
+                                         status="passed" if share <= tol else "failed"))
+    report.verdict = _verdict(report, config)
+    logger.info("validation: %s (%d checks: %d failed, %d uninformative; primary noise std %.4f)", report.verdict,
+                len(report.checks), len(report.failures()), len(report.uninformative()), report.noise_std)
     return report
+
+
+def _soft_rule_stats(real_stats, synth, schema, rules, config) -> tuple[list[Stat], list[Stat]]:
+    """Soft rules: (plain rules as synthetic − real violation rate, sensitivity 1/n; if/then rules as their
+    real violation share and the share they apply to, judged later on the rows the condition selects)."""
+    soft = rules.part(hard=False) if rules is not None else None
+    if soft is None:
+        return [], []
+    from dpsyn.validation.rules import conditional_checks, rule_counts
+
+    conditional = conditional_checks(soft)
+    if set(real_stats.rules) != {f"rule:{r.name}" for r in soft.rules}:
+        raise ValueError("the real statistics were computed with other rules than the gate's")
+    tol = config.rule_tolerance if config.rule_tolerance is not None else soft.tolerance
+    synth_counts = rule_counts(synth, soft, schema)
+    n = max(real_stats.n, 1)
+    plain, cond = [], []
+    for check, (v, m) in real_stats.rules.items():
+        if check in conditional:
+            cond.append(Stat(name=check, column=check.removeprefix("rule:"), statistic="rule_violation_rate",
+                             exact=v / n, threshold=tol, ref=max(tol, RULE_RESOLUTION), weight=0.0, primary=False))
+            cond.append(Stat(name=check + "#applies", column="", statistic="applies_share", exact=m / n,
+                             threshold=0.0, ref=1.0, weight=0.0, check=False))
+        else:
+            sv = synth_counts[check][0] / max(len(synth), 1)
+            plain.append(Stat(name=check, column=check.removeprefix("rule:"), statistic="rule_excess_rate",
+                              exact=sv - v / n, threshold=tol, ref=max(tol, RULE_RESOLUTION), weight=0.0))
+    return plain, cond
+
+
+def _rule_rates(judged, synth, rules, schema, config):
+    """Turn the released real rule rates into checks of the synthetic rates: synthetic ≤ real + tolerance."""
+    soft = rules.part(hard=False) if rules is not None else None
+    if soft is None:
+        return judged
+    from dpsyn.validation.rules import conditional_checks, rule_counts
+
+    conditional = conditional_checks(soft)
+    synth_counts = rule_counts(synth, soft, schema)
+    applies = {s.name.removesuffix("#applies"): (v, sd) for s, v, sd in judged if not s.check}
+    out = []
+    for s, v, sd in judged:
+        if not s.check:
+            continue
+        if s.statistic != "rule_violation_rate":  # plain soft rules are already excess rates (synthetic − real)
+            out.append((s, v, sd))
+            continue
+        sv, sm = synth_counts[s.name]
+        if s.name in conditional and applies[s.name][0] > 3 * applies[s.name][1]:
+            share = applies[s.name][0]  # judged on the rows the condition selects: noisy violations / noisy rows
+            real_rate, sd = min(max(v, 0.0) / share, 1.0), sd * math.sqrt(2) / share
+            synth_rate, stat = (sv / sm if sm else 0.0), "rule_conditional_violation_rate"
+        else:
+            real_rate, synth_rate, stat = v, sv / max(len(synth), 1), "rule_violation_rate"
+        thr = max(real_rate, 0.0) + s.threshold  # the real rate is known only with noise
+        out.append((Stat(name=s.name, column=s.column, statistic=stat, exact=float("nan"), threshold=thr, ref=s.ref,
+                         weight=s.weight), synth_rate, sd))
+    return out
+
+
+def _utility_checks(util, noisy, base, counts, schema, config, report):
+    """TSTR AUC above chance, and its drop against the DP train-on-real model, from the released U shares."""
+    from dpsyn.validation.utility import auc_drop_std, auc_from_shares
+
+    u_tstr, u_trtr, p_share = (float(x) for x in noisy)
+    h = counts.estimate("holdout")
+    p = min(max(p_share, 1.0 / max(h, 1.0)), 1.0 - 1.0 / max(h, 1.0))
+    auc_tstr, auc_trtr = auc_from_shares(u_tstr, p), auc_from_shares(u_trtr, p)
+    sd = auc_drop_std(base, p)
+    report.utility = {"auc_tstr": auc_tstr, "auc_trtr": auc_trtr, "holdout_rows": h, "positive": util["positive"]}
+    few = min(p_share, 1.0 - p_share) * h < config.utility_min_positives
+    ref_floor = Stat(name="utility:auc_above_chance", column=schema.target, statistic="chance_minus_auc",
+                     exact=float("nan"), threshold=0.0, ref=config.utility_margin, weight=1.0)
+    ref_drop = Stat(name="utility:auc_drop", column=schema.target, statistic="auc_drop", exact=float("nan"),
+                    threshold=config.max_auc_drop, ref=config.max_auc_drop, weight=1.0)
+    sd_inf = float("inf") if few else None
+    return [(ref_floor, 0.5 + config.utility_margin - auc_tstr, sd_inf or sd / math.sqrt(2)),
+            (ref_drop, auc_trtr - auc_tstr, sd_inf or sd)]
+
+
+def _judge(report: ValidationReport, judged, config: ValidationConfig) -> None:
+    """One z for the family of informative checks (Bonferroni), each check passed, failed or uninformative."""
+    ratio = config.max_noise_ratio
+
+    def z_for(k: int) -> float:
+        return config.noise_margin if config.noise_margin is not None else \
+            float(_norm.ppf(1 - config.false_alarm / max(k, 1)))
+
+    # rank by noise relative to the effect to resolve (public); the informative set is the largest m first checks
+    # that are each resolvable at the Bonferroni z of m checks (both factors grow with m: one cut-off)
+    rel = [sd / s.ref if s.ref > 0 else float("inf") for s, _, sd in judged]
+    order = sorted(range(len(judged)), key=lambda i: rel[i])
+    m = 0
+    while m < len(order) and z_for(m + 1) * rel[order[m]] <= ratio:
+        m += 1
+    informative = [False] * len(judged)
+    for i in order[:m]:
+        informative[i] = True
+    z = z_for(m)
+    report.noise_margin = report.pair_noise_margin = z
+    for (s, v, sd), inf in zip(judged, informative, strict=True):
+        limit = s.threshold + z * sd if math.isfinite(sd) else float("inf")
+        status = ("failed" if v > limit else "passed") if inf else "uninformative"
+        report.checks.append(CheckResult(
+            name=s.name, column=s.column, statistic=s.statistic, value=v, threshold=s.threshold,
+            limit=limit if math.isfinite(limit) else 1e9, noise_std=sd if math.isfinite(sd) else 1e9,
+            primary=s.primary, status=status))
+
+
+def _verdict(report: ValidationReport, config: ValidationConfig) -> str:
+    """failed: a check failed; uninformative: the verdict statistic (gate:worst) is too noisy to resolve
+    ``verdict_resolution``; passed otherwise."""
+    if report.failures():
+        return "failed"
+    if any(c.name == "gate:worst" and c.status == "uninformative" for c in report.checks):
+        return "uninformative"
+    return "passed"
 
 
 def validate_files(

@@ -104,9 +104,15 @@ def render_html(report, *, title: str = "dpsyn validation report", context: dict
            f"<h1>{_e(title)}</h1>",
            f'<div class="meta">{_e(made)} · real rows {report.n_real:,} · synthetic rows {report.n_synthetic:,} · '
            f"one-way noise std {report.noise_std:.4f}</div>"]
+    weak = report.uninformative()
     if ok:
-        out.append(f'<div id="verdict" class="verdict pass" data-verdict="pass">PASSED: all {len(report.checks)} '
-                   "checks passed; the table may be published.</div>")
+        out.append(f'<div id="verdict" class="verdict pass" data-verdict="pass">PASSED: {len(report.checks) - len(weak)} '
+                   f"of {len(report.checks)} checks passed, {len(weak)} uninformative (too noisy to judge at this "
+                   "size and ε, shown below); the table may be published.</div>")
+    elif report.verdict == "uninformative":
+        out.append('<div id="verdict" class="verdict fail" data-verdict="uninformative">UNINFORMATIVE: no check '
+                   f"failed, but {len(weak)} of {len(report.checks)} checks (primary ones among them) are too noisy "
+                   "to judge at this size and ε; nothing is published unless the run allows it.</div>")
     else:
         out.append(f'<div id="verdict" class="verdict fail" data-verdict="fail">FAILED: {len(failures)} of '
                    f"{len(report.checks)} checks failed; nothing is published.</div>")
@@ -134,11 +140,13 @@ def render_html(report, *, title: str = "dpsyn validation report", context: dict
         out.append("</div>")
     out.append("<h2>Checks</h2><table><tr><th>check</th><th>statistic</th><th>value (DP)</th><th>threshold</th>"
                "<th>limit</th><th>noise std</th><th>verdict</th></tr>")
-    for c in sorted(report.checks, key=lambda c: (c.passed, c.name)):
+    order = {"failed": 0, "uninformative": 1, "passed": 2}
+    shown = {"failed": "FAIL", "uninformative": "uninformative", "passed": "pass"}
+    for c in sorted(report.checks, key=lambda c: (order[c.status], not c.primary, c.name)):
         out.append(f'<tr class="{"ok" if c.passed else "fail"}"><td><code>{_e(c.name)}</code></td><td>{_e(c.statistic)}'
                    f"</td><td>{_fmt(c.value)}</td><td>{_fmt(c.threshold)}</td><td>{_fmt(c.limit)}</td>"
                    f'<td>{_fmt(c.noise_std)}</td><td class="{"ok" if c.passed else "bad"}">'
-                   f'{"pass" if c.passed else "FAIL"}</td></tr>')
+                   f'{shown[c.status]}</td></tr>')
     out.append("</table>")
     out.append('<p class="small">Every real-side number on this page (check values, real bars, utility AUCs) was '
                "released by the gate's Gaussian mechanism and charged to the run's privacy accountant; labels are the "

@@ -5,11 +5,13 @@ Holds DP statistics only, never values (docs/privacy.md).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from dpsyn.errors import GateFailedError
 
-__all__ = ["CheckResult", "ColumnHistogram", "ValidationReport"]
+__all__ = ["CheckResult", "ColumnHistogram", "ValidationReport", "raise_for_verdict"]
 
 
 class CheckResult(BaseModel):
@@ -20,7 +22,24 @@ class CheckResult(BaseModel):
     threshold: float
     limit: float = 0.0  # threshold + noise margin: the value the noisy statistic is compared with
     noise_std: float = 0.0  # std of the DP noise on this statistic (on the real side for rules)
-    passed: bool
+    primary: bool = False  # one of the checks the verdict needs informative (target, families, rules)
+    # uninformative: the noise margin is larger than the effect the check must resolve; never a pass
+    status: Literal["passed", "failed", "uninformative"] = "passed"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_passed(cls, data):
+        """Reports written before checks had a status (and hand-made checks) give ``passed``."""
+        if isinstance(data, dict) and "status" not in data and "passed" in data:
+            data = {**data, "status": "passed" if data["passed"] else "failed"}
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "passed"}
+        return data
+
+    @computed_field
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
 
 
 class ColumnHistogram(BaseModel):
@@ -43,23 +62,29 @@ class ValidationReport(BaseModel):
     utility: dict | None = None  # noisy AUCs of TSTR and the DP TRTR model on the holdout
     n_real: int = 0
     n_synthetic: int = 0
-    noise_margin: float = 0.0  # z of the one-way, rule and utility checks' limits
-    pair_noise_margin: float = 0.0  # z of the pair checks' limits (family-wise over the pairs by default)
+    noise_margin: float = 0.0  # the one z of every informative check's limit (family-wise)
+    pair_noise_margin: float = 0.0  # the same z (kept for readers of older reports)
+    # passed: every informative check passed and the primary checks are informative; failed: a check failed;
+    # uninformative: too few rows for the gate's ε to judge (nothing is published unless explicitly allowed)
+    verdict: Literal["passed", "failed", "uninformative"] = "passed"
+
+    @model_validator(mode="after")
+    def _failed_if_a_check_failed(self):
+        if self.verdict != "failed" and any(c.status == "failed" for c in self.checks):
+            self.verdict = "failed"
+        return self
 
     def is_valid(self) -> bool:
-        return all(c.passed for c in self.checks)
+        return self.verdict == "passed" and not self.failures()
 
     def failures(self) -> list[CheckResult]:
-        return [c for c in self.checks if not c.passed]
+        return [c for c in self.checks if c.status == "failed"]
 
-    def raise_if_failed(self) -> None:
-        bad = self.failures()
-        if bad:
-            names = [f"{c.name} ({c.value:.3f} > {c.limit:.3f})" for c in bad]
-            raise GateFailedError(
-                f"validation gate failed {len(bad)} of {len(self.checks)} checks: {', '.join(names)}; nothing was published",
-                failures=[c.name for c in bad],
-            )
+    def uninformative(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.status == "uninformative"]
+
+    def raise_if_failed(self, *, allow_uninformative: bool = False) -> None:
+        raise_for_verdict(self.model_dump(), allow_uninformative=allow_uninformative)
 
     def add_audit(self, result, *, claimed_epsilon: float) -> CheckResult:
         """Add the one-run audit as a check: it fails when the empirical ε lower bound exceeds the claim."""
@@ -83,4 +108,24 @@ class ValidationReport(BaseModel):
             m["utility_auc_trtr"] = self.utility["auc_trtr"]
         m["gate_passed"] = float(self.is_valid())
         m["gate_failed_checks"] = float(len(self.failures()))
+        m["gate_uninformative_checks"] = float(len(self.uninformative()))
         return m
+
+
+def raise_for_verdict(report: dict, *, allow_uninformative: bool = False) -> None:
+    """A failing (or, unless allowed, an uninformative) gate publishes nothing: raise :class:`GateFailedError`
+    naming the failed checks, or saying the table is too small for the gate at this ε."""
+    checks = report["checks"]
+    bad = [c for c in checks if c.get("status", "passed" if c.get("passed") else "failed") == "failed"]
+    if bad:
+        names = [f"{c['name']} ({c['value']:.3f} > {c['limit']:.3f})" for c in bad]
+        raise GateFailedError(f"validation gate failed {len(bad)} of {len(checks)} checks: {', '.join(names)}; "
+                              "nothing was published", failures=[c["name"] for c in bad])
+    if report.get("verdict") == "uninformative" and not allow_uninformative:
+        weak = [c["name"] for c in checks if c.get("status") == "uninformative" and c.get("primary")]
+        raise GateFailedError(
+            f"the validation gate cannot judge this table at this ε: its checks {', '.join(weak)} are uninformative "
+            "(their DP noise exceeds what they must resolve); use more rows or a larger ε (see `dpsyn run` "
+            "preflight), or set validation.allow_uninformative=true to publish with the manifest saying so; "
+            "nothing was published", failures=weak)
+

@@ -105,6 +105,11 @@ class Rule(_Strict):
     order: Order | None = None
     if_: Condition | None = Field(default=None, alias="if")
     then: Condition | None = None
+    hard: bool = Field(
+        default=False,
+        description="Impossible by definition (male ⇒ not pregnant, a documented range): checked on the synthetic "
+        "table alone against the rule set's hard_tolerance, with no real statistic and no ε. A soft rule "
+        "compares the synthetic violation rate with the real one (released with DP noise).")
 
     @model_validator(mode="after")
     def _one_kind(self):
@@ -135,7 +140,9 @@ class RuleSet(_Strict):
     name: str
     description: str = ""
     tolerance: float = Field(default=0.005, ge=0, le=1,
-                             description="Synthetic violation rate may exceed the real rate by this much.")
+                             description="Soft rules: the synthetic violation rate may exceed the real rate by this.")
+    hard_tolerance: float = Field(default=0.0, ge=0, le=1,
+                                  description="Hard rules: the largest share of synthetic rows that may break one.")
     rules: list[Rule] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -145,6 +152,11 @@ class RuleSet(_Strict):
         if dup:
             raise ValueError(f"rule names must be unique: {', '.join(dup)}")
         return self
+
+    def part(self, *, hard: bool) -> RuleSet | None:
+        """The hard (or the soft) rules alone; None if there are none."""
+        rules = [r for r in self.rules if r.hard == hard]
+        return self.model_copy(update={"rules": rules}) if rules else None
 
     def check_against(self, schema: TableSchema) -> None:
         """Every column a rule names must be in the schema; raises one SchemaError listing all that are not."""

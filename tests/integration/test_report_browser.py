@@ -17,6 +17,7 @@ import pytest
 
 from dpsyn.errors import InsecureRNGWarning
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy.count import NoisyCounts
 from dpsyn.validation import validate
 
 pytestmark = [
@@ -74,7 +75,7 @@ def test_browser_shows_verdict_and_every_plot(adult_sample, adult_schema, tmp_pa
     exe = _chromium()
     synth = adult_sample.assign(age=adult_sample["age"] + 30) if corrupt else adult_sample.sample(frac=1, random_state=0)
     rep = validate(adult_sample, synth, adult_schema, accountant=PrivacyAccountant(epsilon=1, delta=1e-5),
-                   noise=_noise(3))
+                   noise=_noise(3), counts=NoisyCounts.public(train=len(adult_sample)))
     assert rep.is_valid() is not corrupt
     got = _render(exe, rep.to_html(), tmp_path)
     v = got["verdict"]

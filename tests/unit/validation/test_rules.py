@@ -151,37 +151,71 @@ def test_shipped_diabetes_rules_fit_the_shipped_schema():
     assert isinstance(rs, RuleSet) and rs.tolerance == 0.005
 
 
-def _gate(real, synth, rules_path, seed=0):
-    acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+def _gate(real, synth, rules_path, seed=0, epsilon=1.0):
+    acct = PrivacyAccountant(epsilon=epsilon, delta=1e-5)
     cfg = ValidationConfig(rules=str(rules_path), ks_threshold=0.3, tvd_threshold=0.3, pair_max_cells=0)
     rep = validate(real, synth, SCHEMA, cfg, accountant=acct, noise=NoiseSource(secure=False, seed=seed),
                    counts=NoisyCounts.public(train=len(real)))
     return rep, acct
 
 
-def test_gate_fails_the_violated_rule_and_charges_one_release(tmp_path):
+def _hard(text: str, *, keep_soft: tuple[str, ...] = ()) -> str:
+    """The rules file with every rule (but ``keep_soft``) declared hard."""
+    out = []
+    for line in text.splitlines():
+        out.append(line)
+        if line.startswith("  - name: ") and line.split(": ", 1)[1] not in keep_soft:
+            out.append("    hard: true")
+    return "\n".join(out) + "\n"
+
+
+def test_hard_rules_are_judged_on_the_synthetic_table_alone(tmp_path):
+    """An impossible combination needs no real statistic: no noise, no ε, tolerance 0, failed by name."""
+    from dpsyn.validation import real_statistics_for
+
     p = tmp_path / "r.yaml"
-    p.write_text(RULES)
+    p.write_text(_hard(RULES))
     real = _clean(2000, seed=1)
     good = _clean(2000, seed=2)
     rep, acct = _gate(real, good, p)
-    assert rep.is_valid(), [c.name for c in rep.failures()]
+    assert rep.is_valid(), [(c.name, c.status) for c in rep.checks if not c.passed]
     assert [m.label for m in acct.ledger] == ["validation.fidelity"]
-    # 7 fidelity statistics, 5 violation rates and the applicable shares of the 2 if/then rules in one
-    # Gaussian release, rule statistics with weight 4, and the 7 columns' histograms (2 each):
-    # one-way std = σ·√(7 + 7·16 + 2·7)/(n−1), rules' a quarter of it
+    hard = [c for c in rep.checks if c.statistic == "hard_rule"]
+    assert sorted(c.name for c in hard) == sorted(f"rule:{n}" for n in (
+        "pregnancy_female", "prostate_male", "stay_1_14", "known_gender", "discharge_after_admit"))
+    assert all(c.noise_std == 0.0 and c.threshold == 0.0 and c.value == 0.0 for c in hard)
+    cfg = ValidationConfig(rules=str(p), pair_max_cells=0)
+    assert real_statistics_for(real, SCHEMA, cfg).rules == {}  # nothing about the rules is read from real rows
+    # the release holds no rule statistic: the primary noise is that of the fidelity families alone
     sigma = acct.ledger[0].noise_multiplier
-    assert rep.noise_std == pytest.approx(sigma * np.sqrt(7 + 7 * 16 + 2 * 7) / 1999)
-    assert next(c for c in rep.checks if c.name == "rule:stay_1_14").noise_std == pytest.approx(rep.noise_std / 4)
+    d = ValidationConfig()
+    assert rep.noise_std == pytest.approx(sigma * np.sqrt(1 + d.detail_weight + 2 * d.hist_weight) / 1999)
+    bad = good.copy()
+    bad.loc[bad.index[:40], ["diag_1", "gender"]] = ["650", "Male"]  # 2 % males with a pregnancy code
+    rep, _ = _gate(real, bad, p)
+    failed = {c.name for c in rep.failures()}
+    assert "rule:pregnancy_female" in failed
+    preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
+    assert preg.value == pytest.approx(40 / 2000) and preg.limit == 0.0
+    assert failed <= {"rule:pregnancy_female", "gate:worst", "one_way:worst", "tvd:diag_1", "tvd:gender"}
+
+
+def test_soft_rules_are_charged_and_judged_against_the_noisy_real_rate(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text(_hard(RULES, keep_soft=("pregnancy_female", "stay_1_14")))
+    real = _clean(20000, seed=1)
+    good = _clean(20000, seed=2)
+    rep, acct = _gate(real, good, p, epsilon=4.0)  # a 1-point rate tolerance needs the precision
+    assert rep.is_valid(), [(c.name, c.status) for c in rep.checks if not c.passed]
+    stay = next(c for c in rep.checks if c.name == "rule:stay_1_14")
+    assert stay.statistic == "rule_excess_rate" and stay.noise_std > 0 and stay.status == "passed"
     preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
     assert preg.statistic == "rule_conditional_violation_rate" and preg.value == 0.0
     bad = good.copy()
     bad.loc[bad["diag_1"].isin(["650", "V27"]), "gender"] = "Male"
-    rep, _ = _gate(real, bad, p)
+    rep, _ = _gate(real, bad, p, epsilon=4.0)
     assert "rule:pregnancy_female" in [c.name for c in rep.failures()]
-    preg = next(c for c in rep.checks if c.name == "rule:pregnancy_female")
-    assert preg.value == 1.0  # every synthetic pregnancy row is male
-    assert all(c.name.startswith(("rule:pregnancy", "tvd:")) for c in rep.failures())
+    assert next(c for c in rep.checks if c.name == "rule:pregnancy_female").value == 1.0
 
 
 def test_no_rules_when_none_are_shipped_for_the_schema():
