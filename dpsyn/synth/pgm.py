@@ -63,11 +63,12 @@ TASK_MIN_EPS_ROWS = 3000.0
 class PGMConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    one_way_share: float = Field(default=0.2, gt=0, lt=1, description="Fraction of the backbone's μ² for one-way "
-                                 "marginals (μ = 1/σ of the one Gaussian the measurements compose to).")
+    one_way_share: float | None = Field(default=None, gt=0, lt=1, description="Fraction of the backbone's μ² for "
+                                        "one-way marginals (μ = 1/σ of the one Gaussian the measurements compose "
+                                        "to); None: by the public rule backbone_split.")
     select_share: float = Field(default=0.1, gt=0, lt=1, description="Fraction of μ² for the noisy pair scores.")
-    compress_threshold: float = Field(default=3.0, ge=0, description="Codes whose noisy one-way count is below "
-                                      "this many noise stds share one cell.")
+    compress_threshold: float | None = Field(default=None, ge=0, description="Codes whose noisy one-way count is "
+                                             "below this many noise stds share one cell; None: by backbone_split.")
     max_cells: int = Field(default=300_000, ge=1000, description="Cap on the junction tree's cells.")
     max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
     iters: int = Field(default=1000, ge=10, le=100_000, description="Mirror-descent iterations (mbi).")
@@ -93,6 +94,18 @@ def use_task_model(*, epsilon: float, public_rows: int, has_target: bool) -> boo
     return has_target and epsilon * public_rows >= TASK_MIN_EPS_ROWS
 
 
+#: Below this ε·n̂/d (a public quantity: rows per column, scaled by the budget) a table is *small*: every cell
+#: count is near the noise, so the backbone keeps more budget for one-way marginals and compresses less.
+SMALL_TABLE_EPS_ROWS_PER_COLUMN = 150.0
+
+
+def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:
+    """(one_way_share, compress_threshold) by the public rule: (0.5, 1) on a small table, else MST-like (0.2, 3)."""
+    if epsilon * public_rows / max(columns, 1) < SMALL_TABLE_EPS_ROWS_PER_COLUMN:
+        return 0.5, 1.0
+    return 0.2, 3.0
+
+
 def split_noise(accountant: PrivacyAccountant, shares: dict[str, float]) -> dict[str, float]:
     """Noise multipliers σ_i = σ/√f_i for the fractions ``shares`` of one Gaussian σ that takes the rest of the
     budget; all planned on ``accountant`` (σ is raised by 0.5 % steps if numerical composition needs it)."""
@@ -107,6 +120,16 @@ def split_noise(accountant: PrivacyAccountant, shares: dict[str, float]) -> dict
             accountant.planned = [p for p in accountant.planned if p.label not in shares]
             sigma *= 1.005
     raise PrivacyBudgetExceededError("could not split the backbone's budget")
+
+
+def pooled_total(estimates: list[tuple[float, float]]) -> float:
+    """The minimum-variance combination of unbiased estimates (value, variance) of the row count: the released
+    count and every noisy histogram's sum (post-processing; a histogram's sum is a count with noise σ²·cells)."""
+    exact = [v for v, var in estimates if var <= 0]
+    if exact:
+        return max(1.0, exact[0])
+    w = np.array([1.0 / var for _, var in estimates])
+    return max(1.0, float(np.dot(w, [v for v, _ in estimates]) / w.sum()))
 
 
 def match_prior(log_probs: np.ndarray, prior: np.ndarray, *, iters: int = 50) -> np.ndarray:
@@ -165,10 +188,13 @@ class PGM(Synthesizer):
             left = 1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon
             sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t)
             accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
-        pair_share = 1 - cfg.one_way_share - cfg.select_share
+        rule_share, rule_threshold = backbone_split(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
+        one_share = rule_share if cfg.one_way_share is None else cfg.one_way_share
+        threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
+        pair_share = 1 - one_share - cfg.select_share
         if pair_share <= 0:
             raise ConfigError("one_way_share + select_share must be < 1")
-        sig = split_noise(accountant, {ONE_WAY_LABEL: cfg.one_way_share, SELECT_LABEL: cfg.select_share,
+        sig = split_noise(accountant, {ONE_WAY_LABEL: one_share, SELECT_LABEL: cfg.select_share,
                                        PAIRS_LABEL: pair_share})
 
         # 1. measure every one-way marginal; 2. compress
@@ -176,7 +202,7 @@ class PGM(Synthesizer):
         noisy1 = [np.bincount(codes[:, j], minlength=k) + self.noise_.normal_numpy(k, std1[j])
                   for j, k in enumerate(sizes)]
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1)
-        comp = Compression(noisy1, [cfg.compress_threshold * s for s in std1])
+        comp = Compression(noisy1, [threshold * s for s in std1])
         csizes = comp.sizes
         cc = comp.compress(codes)
 
@@ -190,19 +216,23 @@ class PGM(Synthesizer):
         accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
         chosen = self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d)
 
-        # 4. measure the chosen pairs
-        wr = [min(w[i], w[j]) for i, j in chosen]
-        delta_p = math.sqrt(sum(x * x for x in wr)) if chosen else 1.0
+        # 4. measure the chosen pairs (when none is worth its noise: the one-way marginals again, same release)
+        cliques = chosen or [(j,) for j in range(d)]
+        wq = [min(w[c] for c in q) for q in cliques]
+        delta_p = math.sqrt(sum(x * x for x in wq))
         meas = []
-        for (i, j), wij in zip(chosen, wr, strict=True):
-            std = sig[PAIRS_LABEL] * delta_p / wij
-            counts = pair_counts(cc, csizes, (i, j))
-            meas.append(((i, j), counts + self.noise_.normal_numpy(len(counts), std), std))
+        for q, wgt in zip(cliques, wq, strict=True):
+            std = sig[PAIRS_LABEL] * delta_p / wgt
+            counts = pair_counts(cc, csizes, q)
+            meas.append((q, counts + self.noise_.normal_numpy(len(counts), std), std))
         accountant.record(PAIRS_LABEL, noise_multiplier=sig[PAIRS_LABEL], sample_rate=1.0, steps=1)
 
         # 5. estimate (post-processing)
         one_way = [(noisy1[j], std1[j], comp.maps[j]) for j in range(d)]
-        self.model_: GraphicalModel = estimate_model(csizes, meas, total=float(n), iters=cfg.iters,
+        total = pooled_total([(float(n), self.public_rows_std_ ** 2)]
+                             + [(float(c.sum()), s * s * len(c)) for c, s in zip(noisy1, std1, strict=True)]
+                             + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
+        self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=cfg.iters,
                                                      one_way=one_way, full_sizes=list(sizes))
         self.compression_ = comp
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
@@ -227,18 +257,30 @@ class PGM(Synthesizer):
         return c / c.sum() if c.sum() > 0 else np.full(comp.sizes[j], 1.0 / comp.sizes[j])
 
     def _select(self, pairs, scores, csizes, w, sigma_p, d) -> list[tuple[int, int]]:
-        """Post-processing of the noisy scores: the maximum spanning tree, then pairs worth their noise."""
+        """Post-processing of the noisy scores: pairs worth their noise, the maximum spanning forest of those
+        first (MST's tree), then the rest by score, within the pair and junction-tree caps.
+
+        A pair is worth measuring when its score (its L1 distance from independence) exceeds the L1 error
+        its own measurement would add, sqrt(2/π)·std·cells with std the per-cell noise of K + 1 pairs (AIM's
+        penalty); on a small table or at a small ε few pairs pass, and their noise is smaller for it.
+        """
         cfg: PGMConfig = self.config
-        tree = kruskal(d, pairs, scores)
+        max_pairs = max(1, int(cfg.max_pairs_factor * max(d - 1, 1)))
+
+        def worth(i: int, k: int) -> bool:
+            a, b = pairs[i]
+            std = sigma_p * math.sqrt(k) / min(w[a], w[b])  # unit weights: σ√K per cell
+            return scores[i] > expected_abs_noise(std, csizes[a] * csizes[b])
+
+        k_guess = max(d - 1, 1)
+        ok = [i for i in range(len(pairs)) if worth(i, k_guess)]
+        tree = kruskal(d, [pairs[i] for i in ok], scores[ok]) if ok else []
         chosen = list(tree)
-        max_pairs = max(len(tree), int(cfg.max_pairs_factor * max(d - 1, 1)))
-        order = [pairs[i] for i in np.argsort(-scores, kind="stable") if pairs[i] not in tree]
-        for p in order:
+        for i in np.argsort(-scores, kind="stable"):
+            p = pairs[i]
             if len(chosen) >= max_pairs:
                 break
-            k = len(chosen) + 1
-            std = sigma_p * math.sqrt(k) / min(w[p[0]], w[p[1]])  # unit weights: σ√K per cell
-            if scores[pairs.index(p)] <= expected_abs_noise(std, csizes[p[0]] * csizes[p[1]]):
+            if p in chosen or not worth(i, len(chosen) + 1):
                 continue
             if junction_tree_cells(csizes, chosen + [p]) > cfg.max_cells:
                 continue
