@@ -111,3 +111,26 @@ def test_decimals_are_declared_for_non_integer_numeric_columns_only():
     bad = SCHEMA.replace("decimals: 1}", "decimals: 1, integer: true}")
     with pytest.raises(SchemaError, match="decimals"):
         parse_schema(bad)
+
+
+def test_the_row_total_pools_the_count_and_the_histograms_by_inverse_variance():
+    from dpsyn.synth.pgm import pooled_total
+
+    assert pooled_total([(700.0, 100.0), (600.0, 100.0)]) == pytest.approx(650.0)
+    assert pooled_total([(700.0, 1e6), (600.0, 1.0)]) == pytest.approx(600.0, abs=0.2)
+    assert pooled_total([(512.0, 0.0), (600.0, 1.0)]) == 512.0  # a public (exact) count wins
+
+
+def test_small_tables_get_more_one_way_budget_by_a_public_rule():
+    from dpsyn.synth.pgm import backbone_split
+
+    assert backbone_split(epsilon=1.0, public_rows=600, columns=8) == (0.5, 1.0)
+    assert backbone_split(epsilon=1.0, public_rows=32_000, columns=15) == (0.2, 3.0)
+
+
+def test_the_fitted_model_holds_numpy_tables_only(table):
+    import pickle
+
+    synth, _ = _fit(table)
+    blob = pickle.dumps(synth)
+    assert b"jax" not in blob and b"mbi" not in blob
