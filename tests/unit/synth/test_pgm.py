@@ -9,8 +9,7 @@ import pytest
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.synth import create
-from dpsyn.synth.pgm import ONE_WAY_LABEL, PAIRS_LABEL, SELECT_LABEL, TASK_LABEL, kruskal, match_prior, \
-    use_task_model
+from dpsyn.synth.pgm import ONE_WAY_LABEL, PAIRS_LABEL, SELECT_LABEL, TASK_LABEL, kruskal, match_prior, use_task_model
 from dpsyn.synth.pgm_model import Compression
 
 SCHEMA = """
