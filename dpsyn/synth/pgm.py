@@ -71,6 +71,8 @@ class PGMConfig(BaseModel):
                                              "below this many noise stds share one cell; None: by backbone_split.")
     max_cells: int = Field(default=300_000, ge=1000, description="Cap on the junction tree's cells.")
     max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
+    target_pairs: bool = Field(default=True, description="Without a task model, measure every feature × target "
+                               "pair (naive Bayes' structure, the backbone's own p(y | x)) besides the selected.")
     iters: int = Field(default=1000, ge=10, le=100_000, description="Mirror-descent iterations (mbi).")
     task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
                                                "by the public rule use_task_model (ε·n̂ ≥ TASK_MIN_EPS_ROWS).")
@@ -214,7 +216,9 @@ class PGM(Synthesizer):
         if len(pairs):
             scores = scores + self.noise_.normal_numpy(len(pairs), sig[SELECT_LABEL] * math.sqrt(len(pairs)))
         accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
-        chosen = self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d)
+        forced = [(j, d - 1) for j in range(d - 1)] if (schema.target is not None and not task
+                                                        and cfg.target_pairs) else []
+        chosen = self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d, forced=forced)
 
         # 4. measure the chosen pairs (when none is worth its noise: the one-way marginals again, same release)
         cliques = chosen or [(j,) for j in range(d)]
@@ -256,7 +260,7 @@ class PGM(Synthesizer):
         c = np.bincount(comp.maps[j], weights=np.clip(noisy, 0, None), minlength=comp.sizes[j])
         return c / c.sum() if c.sum() > 0 else np.full(comp.sizes[j], 1.0 / comp.sizes[j])
 
-    def _select(self, pairs, scores, csizes, w, sigma_p, d) -> list[tuple[int, int]]:
+    def _select(self, pairs, scores, csizes, w, sigma_p, d, *, forced=()) -> list[tuple[int, int]]:
         """Post-processing of the noisy scores: pairs worth their noise, the maximum spanning forest of those
         first (MST's tree), then the rest by score, within the pair and junction-tree caps.
 
@@ -272,10 +276,12 @@ class PGM(Synthesizer):
             std = sigma_p * math.sqrt(k) / min(w[a], w[b])  # unit weights: σ√K per cell
             return scores[i] > expected_abs_noise(std, csizes[a] * csizes[b])
 
-        k_guess = max(d - 1, 1)
-        ok = [i for i in range(len(pairs)) if worth(i, k_guess)]
-        tree = kruskal(d, [pairs[i] for i in ok], scores[ok]) if ok else []
-        chosen = list(tree)
+        k_guess = max(d - 1, 1) + len(forced)
+        ok = [i for i in range(len(pairs)) if worth(i, k_guess) or pairs[i] in forced]
+        big = scores.max() + 1.0 if len(scores) else 1.0
+        bonus = np.array([big if pairs[i] in forced else 0.0 for i in ok])  # forced pairs join the forest first
+        tree = kruskal(d, [pairs[i] for i in ok], scores[ok] + bonus) if ok else []
+        chosen = list(dict.fromkeys(list(forced) + tree))
         for i in np.argsort(-scores, kind="stable"):
             p = pairs[i]
             if len(chosen) >= max_pairs:
