@@ -133,3 +133,14 @@ def test_the_fitted_model_holds_numpy_tables_only(table):
     synth, _ = _fit(table)
     blob = pickle.dumps(synth)
     assert b"jax" not in blob and b"mbi" not in blob
+
+
+def test_without_a_task_model_every_feature_target_pair_is_measured(table):
+    """A public rule (the schema names the target): naive Bayes' star is measured; off, only the selection."""
+    synth, _ = _fit(table, task="off")
+    pairs = {tuple(p) for p in synth.training_["pairs"]}
+    assert {(0, 3), (1, 3), (2, 3)} <= pairs
+    df, schema = table
+    off = create("pgm", {"iters": 50, "task": "off", "target_pairs": False},
+                 privacy={"epsilon": 2.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1}).fit(df, schema)
+    assert len(off.training_["pairs"]) >= 1
