@@ -204,7 +204,7 @@ class PGM(Synthesizer):
         noisy1 = [np.bincount(codes[:, j], minlength=k) + self.noise_.normal_numpy(k, std1[j])
                   for j, k in enumerate(sizes)]
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1)
-        comp = Compression(noisy1, [threshold * s for s in std1])
+        comp = Compression(noisy1, [threshold * s for s in std1], std1)
         csizes = comp.sizes
         cc = comp.compress(codes)
 

@@ -37,14 +37,17 @@ def _name(j: int) -> str:
 class Compression:
     """Per column: the codes whose noisy one-way count is clearly non-zero keep their own cell; the others share
     one *rare* cell (MST's compression step, McKenna et al. 2021). Decompressing the rare cell draws one of its
-    codes in proportion to its clipped noisy count (uniformly if none is positive)."""
+    codes in proportion to its count's posterior mean given the noisy count (``stds``: the noise std per column;
+    a flat prior on counts ≥ 0, so E[c | z] = z + s·φ(z/s)/Φ(z/s) > 0: a code within the noise keeps some mass,
+    and a bin the noise hides is not emptied), or without ``stds`` to its clipped noisy count (uniformly if none
+    is positive)."""
 
-    def __init__(self, noisy: list[np.ndarray], thresholds: list[float]):
+    def __init__(self, noisy: list[np.ndarray], thresholds: list[float], stds: list[float] | None = None):
         self.kept: list[np.ndarray] = []
         self.rare: list[np.ndarray] = []
         self.rare_p: list[np.ndarray] = []
         self.maps: list[np.ndarray] = []
-        for c, threshold in zip(noisy, thresholds, strict=True):
+        for j, (c, threshold) in enumerate(zip(noisy, thresholds, strict=True)):
             keep = np.flatnonzero(c >= threshold)
             rare = np.flatnonzero(c < threshold)
             if len(rare) <= 1:  # nothing to merge
@@ -54,7 +57,10 @@ class Compression:
                 rare = np.setdiff1d(np.arange(len(c)), keep)
             m = np.full(len(c), len(keep), dtype=np.int64)
             m[keep] = np.arange(len(keep))
-            p = np.clip(c[rare], 0, None) if len(rare) else np.zeros(0)
+            if stds is None or not len(rare):
+                p = np.clip(c[rare], 0, None) if len(rare) else np.zeros(0)
+            else:
+                p = posterior_mean_count(c[rare], stds[j])
             p = p / p.sum() if p.sum() > 0 else np.full(len(rare), 1.0 / max(len(rare), 1))
             self.kept.append(keep)
             self.rare.append(rare)
@@ -78,6 +84,17 @@ class Compression:
             if is_rare.any():
                 out[is_rare, j] = rare[rng.choice(len(rare), size=int(is_rare.sum()), p=self.rare_p[j])]
         return out
+
+
+def posterior_mean_count(noisy: np.ndarray, std: float) -> np.ndarray:
+    """E[c | c + N(0, std²) = noisy] under a flat prior on c ≥ 0: the mean of N(noisy, std²) truncated at 0."""
+    from scipy.special import log_ndtr
+
+    if std <= 0:
+        return np.clip(noisy, 0, None).astype(float)
+    a = np.asarray(noisy, dtype=float) / std
+    mills = np.exp(-0.5 * a * a - 0.5 * math.log(2 * math.pi) - log_ndtr(a))  # φ(a)/Φ(a)
+    return np.clip(std * (a + mills), 0, None)
 
 
 def pair_counts(codes: np.ndarray, sizes: list[int], clique: tuple[int, ...]) -> np.ndarray:

@@ -10,7 +10,7 @@ from dpsyn.privacy import PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.synth import create
 from dpsyn.synth.pgm import ONE_WAY_LABEL, PAIRS_LABEL, SELECT_LABEL, TASK_LABEL, kruskal, match_prior, use_task_model
-from dpsyn.synth.pgm_model import Compression
+from dpsyn.synth.pgm_model import Compression, posterior_mean_count
 
 SCHEMA = """
 name: tiny
@@ -96,6 +96,17 @@ def test_compression_merges_only_cells_within_the_noise():
     assert comp.sizes == [3]
     codes = comp.decompress(np.array([[2]] * 100), rng=np.random.default_rng(0))
     assert set(codes[:, 0]) == {1}  # the rare cell decompresses by clipped noisy counts: -4 gets nothing
+
+
+def test_a_code_within_the_noise_keeps_mass_by_its_posterior_mean():
+    """With the noise std, the rare cell decompresses by E[c | noisy] under a flat prior on c ≥ 0: every code
+    keeps some mass (a bin the noise hides is not emptied), larger noisy counts more."""
+    comp = Compression([np.array([500.0, 3.0, -4.0, 80.0])], [30.0], [10.0])
+    assert comp.sizes == [3]
+    p = comp.rare_p[0]
+    assert np.all(p > 0) and p[0] > p[1] and p.sum() == pytest.approx(1.0)
+    m = posterior_mean_count(np.array([-30.0, 0.0, 50.0]), 10.0)
+    assert m[0] > 0 and m[1] == pytest.approx(10.0 * np.sqrt(2 / np.pi)) and m[2] == pytest.approx(50.0, abs=1e-4)
 
 
 def test_kruskal_builds_a_maximum_spanning_tree():
