@@ -33,6 +33,7 @@ class EncodedColumn:
     integer: bool
     nullable: bool
     bounds: tuple[float, float] | None = None  # public bounds (numeric/datetime)
+    decimals: int | None = None  # public resolution: values decode onto a grid of 10^-decimals (integer: 0)
 
     @property
     def missing_code(self) -> int | None:
@@ -49,7 +50,8 @@ def _encoded(col: Column) -> EncodedColumn:
     if col.nullable:
         labels = labels + ("<missing>",)
     bounds = None if col.kind == ColumnKind.categorical else col.numeric_bounds()
-    return EncodedColumn(col.name, col.kind, len(labels), labels, edges, col.integer, col.nullable, bounds)
+    return EncodedColumn(col.name, col.kind, len(labels), labels, edges, col.integer, col.nullable, bounds,
+                         0 if col.integer else col.decimals)
 
 
 class DiscreteEncoder:
@@ -118,11 +120,12 @@ class DiscreteEncoder:
             kk = np.where(na, 0, k)
             lo, hi = edges[kk], edges[kk + 1]
             last = kk == len(edges) - 2
-            if c.integer:
-                ilo = np.ceil(lo)
-                ihi = np.where(last, np.floor(hi) + 1, np.ceil(hi))  # exclusive upper end
-                ihi = np.maximum(ihi, ilo + 1)
-                x = np.floor(ilo + rng.random(len(k)) * (ihi - ilo))
+            if c.decimals is not None:  # a value on the grid of 10^-decimals inside the bin, uniformly
+                scale = 10.0 ** c.decimals
+                ilo = np.ceil(np.round(lo * scale, 6))
+                ihi = np.where(last, np.floor(np.round(hi * scale, 6)) + 1, np.ceil(np.round(hi * scale, 6)))
+                ihi = np.maximum(ihi, ilo + 1)  # exclusive upper end
+                x = np.floor(ilo + rng.random(len(k)) * (ihi - ilo)) / scale
             else:
                 x = lo + rng.random(len(k)) * (hi - lo)
             x = np.clip(x, c.bounds[0], c.bounds[1])  # unit bins of integers end at hi + 1

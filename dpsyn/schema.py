@@ -108,6 +108,8 @@ class Column(_Strict):
     # numeric / datetime: public bounds; values outside are clipped to them
     bounds: tuple[float, float] | tuple[date, date] | tuple[str, str] | None = None
     integer: bool = False
+    # numeric: the public resolution of the values (decimal places); synthetic values are drawn on that grid
+    decimals: int | None = Field(default=None, ge=0, le=9)
     bins: list[float] | None = None  # explicit public bin edges, from bounds[0] to bounds[1]
     n_bins: int | None = Field(default=None, ge=2, le=1000)
     # categorical: the public domain
@@ -157,6 +159,8 @@ class Column(_Strict):
             problems.append(f"column '{self.name}': 'domain' is only for categorical columns")
         if k not in (ColumnKind.numeric, ColumnKind.datetime) and (self.bins or self.bounds):
             problems.append(f"column '{self.name}': 'bounds'/'bins' are only for numeric or datetime columns")
+        if self.decimals is not None and (k != ColumnKind.numeric or self.integer):
+            problems.append(f"column '{self.name}': 'decimals' is only for non-integer numeric columns")
         if self.template is not None and k != ColumnKind.text:
             problems.append(f"column '{self.name}': 'template' is only for text columns")
         if problems:

@@ -28,6 +28,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--method", choices=["mst", "aim"], required=True)
     ap.add_argument("--dataset", required=True)
+    ap.add_argument("--codes", default=None, help="a CSV of public-encoding codes to fit on (benchmarks/suite.py); "
+                    "--out then receives sampled codes, not decoded values")
     ap.add_argument("--eps", type=float, required=True)
     ap.add_argument("--delta", type=float, required=True)
     ap.add_argument("--seed", type=int, default=0)
@@ -35,13 +37,16 @@ def main():
     ap.add_argument("--aim-rounds", type=int, default=30)
     ap.add_argument("--max-model-size", type=float, default=40.0)
     args = ap.parse_args()
-    from utility import load  # dpsyn's reader and public encoding (pure python + pandas)
+    if args.codes:
+        codes, enc = pd.read_csv(args.codes, dtype=np.int64), None
+    else:
+        from utility import load  # dpsyn's reader and public encoding (pure python + pandas)
 
-    from dpsyn.encoding import DiscreteEncoder
+        from dpsyn.encoding import DiscreteEncoder
 
-    schema, train, _, _ = load(args.dataset)
-    enc = DiscreteEncoder(schema)
-    codes = pd.DataFrame(enc.encode(train), columns=enc.names)
+        schema, train, _, _ = load(args.dataset)
+        enc = DiscreteEncoder(schema)
+        codes = pd.DataFrame(enc.encode(train), columns=enc.names)
     np.random.seed(args.seed)
     t0 = time.time()
     from snsynth import Synthesizer
@@ -59,8 +64,11 @@ def main():
     object.__setattr__(est, "synthetic_data", lambda rows=None, method="sample": draw(rows=rows, method="sample"))
     sample = synth.sample(len(codes))
     sampler = "iid"
-    out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed))
-    out.to_csv(args.out, index=False)
+    if enc is None:
+        sample[list(codes.columns)].to_csv(args.out, index=False)
+    else:
+        out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed))
+        out.to_csv(args.out, index=False)
     print(json.dumps({"fit_s": fit_s, "sampler": sampler, "method": args.method,
                       "aim_rounds": args.aim_rounds if args.method == "aim" else None,
                       "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))

@@ -82,6 +82,7 @@ class Synthesizer(ABC):
             plan = plan_counts(accountant, self.privacy.count_share, lower_bounds=False, label=label)
             rows = release_counts({"train": len(df)}, plan, accountant=accountant, noise=self.noise_, label=label)
         self.public_rows_ = rows.estimate("train")  # public (DP): every size-dependent setting comes from it
+        self.public_rows_std_ = float(rows.noise_std)  # public: the noise std of that count
         self._fit(codes, accountant=accountant)
         self.noise_ = None  # a noise source is not part of the fitted model
         accountant.check()

@@ -17,7 +17,8 @@ Mechanism (fit time; charged to the run's accountant):
 Post-processing (sample time; no privacy cost):
     a cell's target is its noisy count where that count is above
     ``trust·z·√d`` (the noise is small next to it), else the generator's own
-    estimate, rescaled; candidates drawn from the generator are reweighted by
+    estimate, rescaled; a trusted cell that no candidate hits first gets copies of
+    random candidates moved into it (raking alone cannot create mass there); candidates drawn from the generator are reweighted by
     iterative proportional fitting (raking) towards those targets and ``n``
     rows are drawn by systematic resampling. Only DP outputs (the noisy counts,
     the DP generator) are used.
@@ -31,7 +32,8 @@ import numpy as np
 
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 
-__all__ = ["MarginalTargets", "calibrated_sample", "measure_marginals", "plan_marginals", "rake", "systematic_resample"]
+__all__ = ["MarginalTargets", "calibrated_sample", "fill_empty_cells", "measure_marginals", "plan_marginals", "rake",
+           "systematic_resample"]
 
 
 def plan_marginals(accountant: PrivacyAccountant, share: float, *, label: str) -> float:
@@ -48,6 +50,10 @@ class MarginalTargets:
         self.noisy = [np.asarray(c, dtype=np.float64) for c in noisy]
         self.std = float(std)
         self.trust = float(trust)
+
+    def trusted(self) -> list[np.ndarray]:
+        """Per column, which cells' noisy counts are clearly non-zero (above ``trust`` noise stds)."""
+        return [c > self.trust * self.std for c in self.noisy]
 
     def targets(self, prior: list[np.ndarray]) -> list[np.ndarray]:
         """Per column, probabilities: trusted noisy cells as measured, the rest shared out as ``prior`` has them."""
@@ -126,12 +132,35 @@ def chunked_draw(draw, m: int, sizes: list[int]) -> np.ndarray:
     return np.concatenate([draw(min(chunk, m - i)) for i in range(0, m, chunk)])
 
 
+def fill_empty_cells(cand: np.ndarray, sizes: list[int], targets: list[np.ndarray], trusted: list[np.ndarray], *,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Candidates plus, for every trusted cell no candidate hits, copies of random candidates moved into it.
+
+    Raking cannot create mass where the generator proposes nothing (a DP-SGD generator often misses the upper
+    tail of a skewed column). A cell whose noisy count is clearly non-zero (trusted) gets about its target's
+    share of candidates: random candidates with that one column set to the cell (post-processing: the other
+    columns keep the generator's values), so the resample can reach the noisy marginal there.
+    """
+    extra = []
+    for j, k in enumerate(sizes):
+        hit = np.bincount(cand[:, j], minlength=k)
+        for c in np.flatnonzero(trusted[j] & (hit == 0)):
+            m = max(1, int(math.ceil(targets[j][c] * len(cand))))
+            rows = cand[rng.integers(0, len(cand), size=m)].copy()
+            rows[:, j] = c
+            extra.append(rows)
+    return np.concatenate([cand, *extra]) if extra else cand
+
+
 def calibrated_sample(draw, n: int, sizes: list[int], targets: MarginalTargets | None, *, factor: int,
                       rng: np.random.Generator) -> np.ndarray:
-    """``n`` rows of codes: ``draw(m)`` candidates raked to ``targets`` and resampled (``draw(n)`` if none)."""
+    """``n`` rows of codes: ``draw(m)`` candidates raked to ``targets`` and resampled (``draw(n)`` if none).
+    Trusted cells the candidates miss are filled first (:func:`fill_empty_cells`)."""
     if targets is None or n == 0 or factor <= 1:
         return chunked_draw(draw, n, sizes)
     cand = chunked_draw(draw, factor * n, sizes)
     prior = [np.bincount(cand[:, j], minlength=k) / len(cand) for j, k in enumerate(sizes)]
-    w = rake(cand, sizes, targets.targets(prior))
+    goal = targets.targets(prior)
+    cand = fill_empty_cells(cand, sizes, goal, targets.trusted(), rng=rng)
+    w = rake(cand, sizes, goal)
     return cand[systematic_resample(w, n, rng=rng)]

@@ -15,6 +15,7 @@ __all__ = ["create", "get_class", "list_synthesizers", "register_synthesizer"]
 _REGISTRY: dict[str, object] = {
     "dpdsyn": "dpsyn.synth.dpdsyn:DPDSyn",
     "dpgen": "dpsyn.synth.dpgen:DPGen",
+    "pgm": "dpsyn.synth.pgm:PGM",
 }
 
 

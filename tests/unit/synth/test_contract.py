@@ -15,6 +15,7 @@ EPSILON = 1.0
 FAST = {
     "dpgen": {"epochs": 2, "batch_size": 128, "hidden": 16},
     "dpdsyn": {"epochs": 2, "batch_size": 128, "hidden": 16, "task_epochs": 2},
+    "pgm": {"iters": 200, "task": "on", "task_epochs": 2},
 }
 CANARY_FNLWGT = 987_653  # a value planted in the training rows; must never be stored
 

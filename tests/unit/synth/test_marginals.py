@@ -118,3 +118,22 @@ def test_candidates_of_a_wide_table_are_drawn_in_bounded_chunks(monkeypatch):
     monkeypatch.setattr(M, "DRAW_CHUNK_CELLS", 10)
     M.chunked_draw(draw, 3000, sizes)
     assert calls == [1024, 1024, 952]  # never below 1,024 rows a call
+
+
+def test_a_trusted_cell_the_generator_never_proposes_gets_mass():
+    """Issue 26: raking cannot create mass where no candidate lies; the fill step must (the upper tail)."""
+    rng = np.random.default_rng(3)
+
+    def draw(m):  # a generator that never proposes code 4 of column 1
+        return np.stack([rng.integers(0, 2, m), rng.integers(0, 4, m)], 1)
+
+    n = 5000
+    noisy = [np.array([2500.0, 2500.0]), np.array([1000.0, 1000.0, 1000.0, 1000.0, 1000.0])]
+    targets = MarginalTargets(noisy, std=10.0, trust=3.0)
+    out = calibrated_sample(draw, n, [2, 5], targets, factor=4, rng=np.random.default_rng(0))
+    share = np.bincount(out[:, 1], minlength=5) / n
+    assert share[4] == pytest.approx(0.2, abs=0.02)
+    # an untrusted cell (noisy count within the noise) is not forced
+    weak = MarginalTargets([noisy[0], np.array([1250.0, 1250.0, 1250.0, 1250.0, 20.0])], std=10.0, trust=3.0)
+    out = calibrated_sample(draw, n, [2, 5], weak, factor=4, rng=np.random.default_rng(0))
+    assert (out[:, 1] == 4).sum() == 0

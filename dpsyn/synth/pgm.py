@@ -1,0 +1,347 @@
+"""``pgm``: a marginal-based backbone (MST-style selection, Private-PGM estimation) with a DP task model on top.
+
+The mechanism reads like MST (McKenna, Miklau & Sheldon 2021, "Winning the NIST contest: a scalable and general
+approach to differentially private synthetic data"), with every release a Gaussian mechanism so that the run's
+accountant (PRV or RDP) composes it with everything else:
+
+1. **measure** every column's one-way histogram (Gaussian, L2 sensitivity √Σw_j², w_j the column's weight);
+2. **compress** each column's codes whose noisy count is below ``compress_threshold`` noise stds into one cell
+   (post-processing);
+3. **select**: release the vector of scores ‖M_ij(D) − n̂·p̂_i⊗p̂_j‖₁ of every pair of columns (p̂ the noisy one-way
+   estimate) with Gaussian noise. Each score moves by at most 1 when a row is added or removed, so the vector of
+   m scores has L2 sensitivity √m. MST's exponential-mechanism rounds become post-processing of this one release:
+   the maximum spanning tree of the noisy scores (Kruskal), plus every further pair whose noisy score exceeds the
+   L1 error its own measurement would add (AIM's penalty, McKenna et al. 2022), within a junction-tree size cap;
+4. **measure** the selected pairs (Gaussian, L2 sensitivity √Σw_r²);
+5. **estimate** a graphical model from all measurements with mbi 2.0's mirror descent (post-processing), and
+   sample rows i.i.d. from it (:mod:`dpsyn.synth.pgm_model`).
+
+**Task-oriented on top** (``task``): the target's labels come from the DP task model
+(:func:`dpsyn.synth.classifier.train_classifier`, DP-SGD) trained on ``task_share`` of ε, mixed in logit space
+with the model's own p(y | x) (``label_mix``). Whether the task model runs is a rule on public facts
+(:func:`use_task_model`). The measurements' noise is calibrated last, as one Gaussian taking what is left, and
+split by fixed fractions of its μ² (``one_way_share``, ``select_share``, the rest to the pairs): k Gaussian
+releases whose 1/σ_i² sum to 1/σ² compose exactly to one Gaussian of σ. docs/synthesis.md has the argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpsyn.errors import ConfigError, PrivacyBudgetExceededError
+from dpsyn.privacy import PrivacyAccountant
+from dpsyn.synth.base import Synthesizer
+from dpsyn.synth.dpsgd import steps_and_rate
+from dpsyn.synth.pgm_model import (
+    Compression,
+    GraphicalModel,
+    all_pairs,
+    estimate_model,
+    expected_abs_noise,
+    junction_tree_cells,
+    pair_counts,
+)
+
+__all__ = ["PGM", "PGMConfig", "use_task_model"]
+
+logger = logging.getLogger(__name__)
+
+ONE_WAY_LABEL = "pgm.one_way"
+SELECT_LABEL = "pgm.select"
+PAIRS_LABEL = "pgm.pairs"
+TASK_LABEL = "pgm.task"
+
+#: The task model runs when ε·n̂ reaches this (public facts only; docs/synthesis.md gives the suite's evidence).
+TASK_MIN_EPS_ROWS = 3000.0
+
+
+class PGMConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    one_way_share: float | None = Field(default=None, gt=0, lt=1, description="Fraction of the backbone's μ² for "
+                                        "one-way marginals (μ = 1/σ of the one Gaussian the measurements compose "
+                                        "to); None: by the public rule backbone_split.")
+    select_share: float = Field(default=0.1, gt=0, lt=1, description="Fraction of μ² for the noisy pair scores.")
+    compress_threshold: float | None = Field(default=None, ge=0, description="Codes whose noisy one-way count is "
+                                             "below this many noise stds share one cell; None: by backbone_split.")
+    max_cells: int = Field(default=300_000, ge=1000, description="Cap on the junction tree's cells.")
+    max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
+    target_pairs: bool = Field(default=True, description="Without a task model, measure every feature × target "
+                               "pair (naive Bayes' structure, the backbone's own p(y | x)) besides the selected.")
+    iters: int = Field(default=1000, ge=10, le=100_000, description="Mirror-descent iterations (mbi).")
+    task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
+                                               "by the public rule use_task_model (ε·n̂ ≥ TASK_MIN_EPS_ROWS).")
+    task_share: float = Field(default=0.5, gt=0, lt=1, description="ε share the task model alone would cost.")
+    task_epochs: int = Field(default=10, ge=1, le=1000)
+    task_batch_size: int = Field(default=1024, ge=8)
+    task_lr: float = Field(default=0.05, gt=0)
+    task_hidden: int = Field(default=0, ge=0)
+    task_max_grad_norm: float = Field(default=1.0, gt=0)
+    task_ema_decay: float = Field(default=0.99, ge=0, lt=1)
+    label_mix: float = Field(default=0.3, ge=0, le=1, description="Weight of the model's own p(y | x) in the "
+                             "labels' logits when the task model runs (0: task model only).")
+    field_weights: Literal["none", "tier"] = Field(
+        default="none", description="'tier': a column's measurements get weight 0.5 (L2), 0.75 (L3) or 1 (L4): "
+        "sensitive fields are measured with more noise, the rest with less, at the same ε.")
+    threads: int | None = Field(default=None, ge=1, description="torch threads for the task model.")
+
+
+def use_task_model(*, epsilon: float, public_rows: int, has_target: bool) -> bool:
+    """The public rule: a DP-SGD task model is worth its budget once ε·n̂ ≥ :data:`TASK_MIN_EPS_ROWS`."""
+    return has_target and epsilon * public_rows >= TASK_MIN_EPS_ROWS
+
+
+#: Below this ε·n̂/d (a public quantity: rows per column, scaled by the budget) a table is *small*: every cell
+#: count is near the noise, so the backbone keeps more budget for one-way marginals and compresses less.
+SMALL_TABLE_EPS_ROWS_PER_COLUMN = 150.0
+
+
+def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:
+    """(one_way_share, compress_threshold) by the public rule: (0.5, 1) on a small table, else MST-like (0.2, 3)."""
+    if epsilon * public_rows / max(columns, 1) < SMALL_TABLE_EPS_ROWS_PER_COLUMN:
+        return 0.5, 1.0
+    return 0.2, 3.0
+
+
+def split_noise(accountant: PrivacyAccountant, shares: dict[str, float]) -> dict[str, float]:
+    """Noise multipliers σ_i = σ/√f_i for the fractions ``shares`` of one Gaussian σ that takes the rest of the
+    budget; all planned on ``accountant`` (σ is raised by 0.5 % steps if numerical composition needs it)."""
+    sigma = accountant.calibrate(sample_rate=1.0, steps=1, label=PAIRS_LABEL)
+    for _ in range(40):
+        sig = {label: sigma / math.sqrt(f) for label, f in shares.items()}
+        try:
+            for label, s in sig.items():
+                accountant.plan(label, noise_multiplier=s)
+            return sig
+        except PrivacyBudgetExceededError:
+            accountant.planned = [p for p in accountant.planned if p.label not in shares]
+            sigma *= 1.005
+    raise PrivacyBudgetExceededError("could not split the backbone's budget")
+
+
+def pooled_total(estimates: list[tuple[float, float]]) -> float:
+    """The minimum-variance combination of unbiased estimates (value, variance) of the row count: the released
+    count and every noisy histogram's sum (post-processing; a histogram's sum is a count with noise σ²·cells)."""
+    exact = [v for v, var in estimates if var <= 0]
+    if exact:
+        return max(1.0, exact[0])
+    w = np.array([1.0 / var for _, var in estimates])
+    return max(1.0, float(np.dot(w, [v for v, _ in estimates]) / w.sum()))
+
+
+def match_prior(log_probs: np.ndarray, prior: np.ndarray, *, iters: int = 50) -> np.ndarray:
+    """Row-wise probabilities softmax(log_probs + b) with one bias b per class chosen so that their mean is
+    ``prior`` (a prior-shift correction: the task model ranks, the backbone's noisy marginal sets the base rate)."""
+    b = np.zeros(log_probs.shape[1])
+    target = np.clip(prior, 1e-12, None)
+    for _ in range(iters):
+        z = log_probs + b
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        b += np.log(target) - np.log(np.clip(p.mean(axis=0), 1e-12, None))
+    return p
+
+
+def kruskal(d: int, pairs: list[tuple[int, int]], scores: np.ndarray) -> list[tuple[int, int]]:
+    """Maximum spanning tree (forest) of the complete graph on d columns weighted by ``scores``."""
+    parent = list(range(d))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    tree = []
+    for i in np.argsort(-scores, kind="stable"):
+        a, b = pairs[i]
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+            tree.append(pairs[i])
+    return tree
+
+
+class PGM(Synthesizer):
+    """Marginal-based DP synthesizer (MST-style, Gaussian selection, Private-PGM) with an optional DP task model."""
+
+    name = "pgm"
+    config_class = PGMConfig
+
+    def _fit(self, codes: np.ndarray, *, accountant: PrivacyAccountant) -> None:
+        cfg: PGMConfig = self.config
+        schema = self.schema_
+        sizes = self.encoder_.sizes
+        d, n = len(sizes), self.public_rows_  # n: public (the released noisy count), never len(codes)
+        w = self._weights()
+        task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
+            epsilon=accountant.target_epsilon, public_rows=n, has_target=schema.target is not None))
+        if task and schema.target is None:
+            raise ConfigError(f"pgm task 'on' needs a target column; schema '{schema.name}' declares none")
+
+        # Budget: the task model first (alone: task_share of what is left), planned; then the measurements.
+        if task:
+            q_t, steps_t = steps_and_rate(n, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs)
+            left = 1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon
+            sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t)
+            accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
+        rule_share, rule_threshold = backbone_split(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
+        one_share = rule_share if cfg.one_way_share is None else cfg.one_way_share
+        threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
+        pair_share = 1 - one_share - cfg.select_share
+        if pair_share <= 0:
+            raise ConfigError("one_way_share + select_share must be < 1")
+        sig = split_noise(accountant, {ONE_WAY_LABEL: one_share, SELECT_LABEL: cfg.select_share,
+                                       PAIRS_LABEL: pair_share})
+
+        # 1. measure every one-way marginal; 2. compress
+        std1 = [sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w)) / wj for wj in w]
+        noisy1 = [np.bincount(codes[:, j], minlength=k) + self.noise_.normal_numpy(k, std1[j])
+                  for j, k in enumerate(sizes)]
+        accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1)
+        comp = Compression(noisy1, [threshold * s for s in std1], std1)
+        csizes = comp.sizes
+        cc = comp.compress(codes)
+
+        # 3. select: noisy pair scores against the independent model, then post-processing
+        pairs = all_pairs(d)
+        p1 = [self._one_way_estimate(noisy1[j], comp, j) for j in range(d)]
+        scores = np.array([np.abs(pair_counts(cc, csizes, (i, j)) - n * np.outer(p1[i], p1[j]).ravel()).sum()
+                           for i, j in pairs]) if pairs else np.zeros(0)
+        if len(pairs):
+            scores = scores + self.noise_.normal_numpy(len(pairs), sig[SELECT_LABEL] * math.sqrt(len(pairs)))
+        accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
+        forced = [(j, d - 1) for j in range(d - 1)] if (schema.target is not None and not task
+                                                        and cfg.target_pairs) else []
+        chosen = self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d, forced=forced)
+
+        # 4. measure the chosen pairs (when none is worth its noise: the one-way marginals again, same release)
+        cliques = chosen or [(j,) for j in range(d)]
+        wq = [min(w[c] for c in q) for q in cliques]
+        delta_p = math.sqrt(sum(x * x for x in wq))
+        meas = []
+        for q, wgt in zip(cliques, wq, strict=True):
+            std = sig[PAIRS_LABEL] * delta_p / wgt
+            counts = pair_counts(cc, csizes, q)
+            meas.append((q, counts + self.noise_.normal_numpy(len(counts), std), std))
+        accountant.record(PAIRS_LABEL, noise_multiplier=sig[PAIRS_LABEL], sample_rate=1.0, steps=1)
+
+        # 5. estimate (post-processing)
+        one_way = [(noisy1[j], std1[j], comp.maps[j]) for j in range(d)]
+        total = pooled_total([(float(n), self.public_rows_std_ ** 2)]
+                             + [(float(c.sum()), s * s * len(c)) for c, s in zip(noisy1, std1, strict=True)]
+                             + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
+        self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=cfg.iters,
+                                                     one_way=one_way, full_sizes=list(sizes))
+        self.compression_ = comp
+        self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
+        self.training_ = {
+            "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes,
+            "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t},
+        }
+
+    # -- mechanism steps ----------------------------------------------------------------------
+    def _weights(self) -> list[float]:
+        if self.config.field_weights == "none":
+            return [1.0] * len(self.encoder_.sizes)
+        from dpsyn.masking import tier_clip_weights
+
+        tw = tier_clip_weights(self.schema_)
+        return [float(tw[c.name]) for c in self.encoder_.columns]
+
+    @staticmethod
+    def _one_way_estimate(noisy: np.ndarray, comp: Compression, j: int) -> np.ndarray:
+        """The compressed column's distribution from its noisy counts (clipped at 0, normalised)."""
+        c = np.bincount(comp.maps[j], weights=np.clip(noisy, 0, None), minlength=comp.sizes[j])
+        return c / c.sum() if c.sum() > 0 else np.full(comp.sizes[j], 1.0 / comp.sizes[j])
+
+    def _select(self, pairs, scores, csizes, w, sigma_p, d, *, forced=()) -> list[tuple[int, int]]:
+        """Post-processing of the noisy scores: pairs worth their noise, the maximum spanning forest of those
+        first (MST's tree), then the rest by score, within the pair and junction-tree caps.
+
+        A pair is worth measuring when its score (its L1 distance from independence) exceeds the L1 error
+        its own measurement would add, sqrt(2/π)·std·cells with std the per-cell noise of K + 1 pairs (AIM's
+        penalty); on a small table or at a small ε few pairs pass, and their noise is smaller for it.
+        """
+        cfg: PGMConfig = self.config
+        max_pairs = max(1, int(cfg.max_pairs_factor * max(d - 1, 1)))
+
+        def worth(i: int, k: int) -> bool:
+            a, b = pairs[i]
+            std = sigma_p * math.sqrt(k) / min(w[a], w[b])  # unit weights: σ√K per cell
+            return scores[i] > expected_abs_noise(std, csizes[a] * csizes[b])
+
+        k_guess = max(d - 1, 1) + len(forced)
+        ok = [i for i in range(len(pairs)) if worth(i, k_guess) or pairs[i] in forced]
+        big = scores.max() + 1.0 if len(scores) else 1.0
+        bonus = np.array([big if pairs[i] in forced else 0.0 for i in ok])  # forced pairs join the forest first
+        tree = kruskal(d, [pairs[i] for i in ok], scores[ok] + bonus) if ok else []
+        chosen = list(dict.fromkeys(list(forced) + tree))
+        for i in np.argsort(-scores, kind="stable"):
+            p = pairs[i]
+            if len(chosen) >= max_pairs:
+                break
+            if p in chosen or not worth(i, len(chosen) + 1):
+                continue
+            if junction_tree_cells(csizes, chosen + [p]) > cfg.max_cells:
+                continue
+            chosen.append(p)
+        return chosen
+
+    def _fit_task(self, codes, accountant, sigma_t, q_t, steps_t):
+        import torch
+
+        from dpsyn.synth.classifier import train_classifier
+
+        cfg: PGMConfig = self.config
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        torch.manual_seed(self.noise_.seed())
+        sizes = self.encoder_.sizes
+        return train_classifier(
+            codes, sizes[:-1], sizes[-1], hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
+            noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
+            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=self.public_rows_,
+            ema_decay=cfg.task_ema_decay)
+
+    # -- sampling (post-processing) -----------------------------------------------------------
+    def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
+        cc = self.model_.sample(n, rng=rng)
+        codes = self.compression_.decompress(cc, rng=rng)
+        if self.task_ is not None and n:
+            from dpsyn.synth.classifier import classifier_log_probs
+            from dpsyn.synth.dpgen import _draw
+
+            lp = classifier_log_probs(self.task_, codes[:, :-1], self.encoder_.sizes[:-1])
+            w = self.config.label_mix
+            if w > 0:
+                lp = (1 - w) * lp + w * self._model_label_log_probs(cc)
+            codes[:, -1] = _draw(match_prior(lp, self._label_marginal()), rng)
+        return codes
+
+    def _label_marginal(self) -> np.ndarray:
+        """The graphical model's distribution of the target (uncompressed codes)."""
+        comp, j = self.compression_, len(self.encoder_.sizes) - 1
+        pc = self.model_.marginal(j)
+        p = np.zeros(self.encoder_.sizes[-1])
+        p[comp.kept[j]] = pc[: len(comp.kept[j])]
+        if len(comp.rare[j]):
+            p[comp.rare[j]] = pc[-1] * comp.rare_p[j]
+        return p
+
+    def _model_label_log_probs(self, cc: np.ndarray) -> np.ndarray:
+        """log p(y | x) of the graphical model, over the target's uncompressed codes."""
+        lp_c = self.model_.target_log_probs(cc)
+        comp, j = self.compression_, cc.shape[1] - 1
+        k = self.encoder_.sizes[-1]
+        out = np.full((len(cc), k), -np.inf)
+        for code in range(k):
+            c = comp.maps[j][code]
+            share = 1.0 if c < len(comp.kept[j]) else comp.rare_p[j][list(comp.rare[j]).index(code)]
+            out[:, code] = lp_c[:, c] + (np.log(share) if share > 0 else -np.inf)
+        return out

@@ -1,0 +1,216 @@
+"""Private-PGM estimation (``mbi`` 2.0) and i.i.d. sampling for the marginal backbone ``pgm``.
+
+Everything here is post-processing of noisy marginals released by :mod:`dpsyn.synth.pgm`: domain compression
+from a noisy one-way release, the graphical model estimated from noisy measurements (McKenna, Sheldon & Miklau
+2019, "Graphical-model based estimation and inference for differential privacy"), and sampling rows from it.
+
+The fitted :class:`GraphicalModel` keeps only numpy tables derived from the estimate (conditional probability
+tables along the junction tree's elimination order, the log-potentials that touch the target, and how to
+decompress each column): no jax object, no row. Rows are drawn i.i.d. with the caller's generator (mbi's own
+``synthetic_data`` uses numpy's global generator, which a reproducible, explicit-randomness library cannot).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+__all__ = ["Compression", "GraphicalModel", "estimate_model", "junction_tree_cells", "pair_counts"]
+
+
+def _mbi():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # mbi warns that float32 stalls on large totals
+    jax.config.update("jax_enable_compilation_cache", False)  # mbi's many small programs make a cache a cost
+    import mbi
+
+    return mbi
+
+
+def _name(j: int) -> str:
+    return f"c{j}"
+
+
+class Compression:
+    """Per column: the codes whose noisy one-way count is clearly non-zero keep their own cell; the others share
+    one *rare* cell (MST's compression step, McKenna et al. 2021). Decompressing the rare cell draws one of its
+    codes in proportion to its count's posterior mean given the noisy count (``stds``: the noise std per column;
+    a flat prior on counts ≥ 0, so E[c | z] = z + s·φ(z/s)/Φ(z/s) > 0: a code within the noise keeps some mass,
+    and a bin the noise hides is not emptied), or without ``stds`` to its clipped noisy count (uniformly if none
+    is positive)."""
+
+    def __init__(self, noisy: list[np.ndarray], thresholds: list[float], stds: list[float] | None = None):
+        self.kept: list[np.ndarray] = []
+        self.rare: list[np.ndarray] = []
+        self.rare_p: list[np.ndarray] = []
+        self.maps: list[np.ndarray] = []
+        for j, (c, threshold) in enumerate(zip(noisy, thresholds, strict=True)):
+            keep = np.flatnonzero(c >= threshold)
+            rare = np.flatnonzero(c < threshold)
+            if len(rare) <= 1:  # nothing to merge
+                keep, rare = np.arange(len(c)), np.array([], dtype=np.int64)
+            if len(keep) == 0:  # all rare: keep the largest noisy cell apart so the column is never a single cell
+                keep = np.array([int(np.argmax(c))])
+                rare = np.setdiff1d(np.arange(len(c)), keep)
+            m = np.full(len(c), len(keep), dtype=np.int64)
+            m[keep] = np.arange(len(keep))
+            if stds is None or not len(rare):
+                p = np.clip(c[rare], 0, None) if len(rare) else np.zeros(0)
+            else:
+                p = posterior_mean_count(c[rare], stds[j])
+            p = p / p.sum() if p.sum() > 0 else np.full(len(rare), 1.0 / max(len(rare), 1))
+            self.kept.append(keep)
+            self.rare.append(rare)
+            self.rare_p.append(p)
+            self.maps.append(m)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [len(k) + (1 if len(r) else 0) for k, r in zip(self.kept, self.rare, strict=True)]
+
+    def compress(self, codes: np.ndarray) -> np.ndarray:
+        return np.stack([self.maps[j][codes[:, j]] for j in range(codes.shape[1])], axis=1)
+
+    def decompress(self, codes: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+        out = np.empty_like(codes)
+        for j in range(codes.shape[1]):
+            kept, rare = self.kept[j], self.rare[j]
+            c = codes[:, j]
+            is_rare = c >= len(kept)
+            out[:, j] = kept[np.minimum(c, len(kept) - 1)]
+            if is_rare.any():
+                out[is_rare, j] = rare[rng.choice(len(rare), size=int(is_rare.sum()), p=self.rare_p[j])]
+        return out
+
+
+def posterior_mean_count(noisy: np.ndarray, std: float) -> np.ndarray:
+    """E[c | c + N(0, std²) = noisy] under a flat prior on c ≥ 0: the mean of N(noisy, std²) truncated at 0."""
+    from scipy.special import log_ndtr
+
+    if std <= 0:
+        return np.clip(noisy, 0, None).astype(float)
+    a = np.asarray(noisy, dtype=float) / std
+    mills = np.exp(-0.5 * a * a - 0.5 * math.log(2 * math.pi) - log_ndtr(a))  # φ(a)/Φ(a)
+    return np.clip(std * (a + mills), 0, None)
+
+
+def pair_counts(codes: np.ndarray, sizes: list[int], clique: tuple[int, ...]) -> np.ndarray:
+    """The (flattened, C-order) contingency table of ``codes`` over the columns ``clique``."""
+    dims = [sizes[c] for c in clique]
+    idx = np.ravel_multi_index(tuple(codes[:, c] for c in clique), dims)
+    return np.bincount(idx, minlength=int(np.prod(dims))).astype(np.float64)
+
+
+def junction_tree_cells(sizes: list[int], cliques: list[tuple[int, ...]]) -> int:
+    """Cells of the junction tree a model over ``cliques`` would hold (the cost of estimating it)."""
+    mbi = _mbi()
+    dom = mbi.Domain([_name(j) for j in range(len(sizes))], sizes)
+    cl = [tuple(_name(c) for c in q) for q in cliques] or [(_name(0),)]
+    jtree, _ = mbi.junction_tree.make_junction_tree(dom, cl)
+    return int(sum(dom.size(c) for c in mbi.junction_tree.maximal_cliques(jtree)))
+
+
+class GraphicalModel:
+    """An estimated graphical model over compressed codes, as numpy tables for i.i.d. forward sampling."""
+
+    def __init__(self, sizes: list[int], order: list[int], parents: list[tuple[int, ...]],
+                 cdfs: list[np.ndarray], target_terms: list[tuple[tuple[int, ...], np.ndarray]] | None):
+        self.sizes, self.order, self.parents, self.cdfs = sizes, order, parents, cdfs
+        self.target_terms = target_terms
+        self.one_way: list[np.ndarray] = []
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
+        """``n`` rows of compressed codes, each drawn independently from the model."""
+        out = np.zeros((n, len(self.sizes)), dtype=np.int64)
+        for col, par, cdf in zip(self.order, self.parents, self.cdfs, strict=True):
+            row = np.ravel_multi_index(tuple(out[:, p] for p in par), [self.sizes[p] for p in par]) if par else 0
+            u = rng.random(n)
+            k = (cdf[row] < u[:, None]).sum(axis=1) if par else np.searchsorted(cdf[0], u, side="right")
+            out[:, col] = np.minimum(k, self.sizes[col] - 1)
+        return out
+
+    def marginal(self, col: int) -> np.ndarray:
+        """The model's one-way distribution of compressed column ``col``."""
+        return self.one_way[col]
+
+    def target_log_probs(self, codes: np.ndarray) -> np.ndarray:
+        """log p(y | x) under the model for the last column y, from compressed feature codes ``codes[:, :-1]``."""
+        k = self.sizes[-1]
+        logit = np.zeros((len(codes), k))
+        for others, table in self.target_terms or []:  # table: (sizes of others..., k)
+            idx = tuple(codes[:, o] for o in others)
+            logit += table[idx] if others else table[None, :]
+        logit -= logit.max(axis=1, keepdims=True)
+        return logit - np.log(np.exp(logit).sum(axis=1, keepdims=True))
+
+
+def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], np.ndarray, float]], *,
+                   total: float, iters: int = 1000, one_way: list[tuple[np.ndarray, float, np.ndarray]] | None = None,
+                   full_sizes: list[int] | None = None) -> GraphicalModel:
+    """Estimate a graphical model from noisy measurements with mbi's mirror descent.
+
+    ``measurements``: (clique of compressed columns, noisy flattened counts, noise std per cell). ``one_way``:
+    per column, (noisy counts over the *uncompressed* codes, noise std, compressed code of each original code);
+    merged cells are measured as sums, weighted as mbi's ``LinearMeasurement.compress`` does.
+    """
+    mbi = _mbi()
+    d = len(sizes)
+    names = [_name(j) for j in range(d)]
+    dom = mbi.Domain(names, sizes)
+    ms = []
+    for j, (noisy, std, mapping) in enumerate(one_way or []):
+        full = mbi.Domain([names[j]], [full_sizes[j]])
+        m = mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64), (names[j],), stddev=float(std))
+        ms.append(m.compress({names[j]: mapping}, full) if sizes[j] < full_sizes[j] else m)
+    for clique, noisy, std in measurements:
+        ms.append(mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64), tuple(names[c] for c in clique),
+                                        stddev=float(std)))
+    est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=float(total), iters=iters)
+    return _tables(est, dom, names, mbi)
+
+
+def _tables(est, dom, names, mbi) -> GraphicalModel:
+    cliques = [tuple(c) for c in est.cliques]
+    jtree, elim = mbi.junction_tree.make_junction_tree(dom, cliques)
+    nodes = [set(c) for c in jtree.nodes]
+    marg = mbi.marginal_oracles.message_passing_stable(est.potentials.expand(list(jtree.nodes)), 1.0)
+    index = {n: j for j, n in enumerate(names)}
+    order, parents, cdfs, used = [], [], [], set()
+    for col in elim[::-1]:
+        rel = used & set().union(*[c for c in nodes if col in c])
+        par = tuple(sorted(rel, key=index.get))
+        f = marg.project(par + (col,)).transpose(par + (col,))
+        p = np.asarray(f.datavector(flatten=False), dtype=np.float64).reshape(-1, dom[col])
+        p = np.clip(p, 0, None)
+        s = p.sum(axis=1, keepdims=True)
+        p = np.divide(p, s, out=np.full_like(p, 1.0 / dom[col]), where=s > 0)
+        cdf = np.cumsum(p, axis=1)
+        cdf[:, -1] = 1.0
+        order.append(index[col])
+        parents.append(tuple(index[c] for c in par))
+        cdfs.append(cdf)
+        used.add(col)
+    target = names[-1]
+    terms = []
+    for cl in cliques:
+        if target in cl:
+            others = tuple(c for c in cl if c != target)
+            f = est.potentials[cl].transpose(others + (target,))
+            terms.append((tuple(index[c] for c in others), np.asarray(f.datavector(flatten=False), dtype=np.float64)))
+    model = GraphicalModel(list(dom.shape), order, parents, cdfs, terms)
+    for n in names:
+        p = np.clip(np.asarray(marg.project((n,)).datavector(), dtype=np.float64), 0, None)
+        model.one_way.append(p / p.sum())
+    return model
+
+
+def all_pairs(d: int) -> list[tuple[int, int]]:
+    return list(itertools.combinations(range(d), 2))
+
+
+def expected_abs_noise(std: float, cells: int) -> float:
+    """E‖N(0, std²)^cells‖₁: the L1 error a Gaussian measurement of ``cells`` cells adds (AIM's penalty)."""
+    return math.sqrt(2 / math.pi) * std * cells

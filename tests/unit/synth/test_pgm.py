@@ -1,0 +1,157 @@
+"""The marginal backbone ``pgm`` (dpsyn/synth/pgm.py, pgm_model.py): charged what it spends, Gaussian only, tails."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsyn.privacy import PrivacyAccountant
+from dpsyn.schema import parse_schema
+from dpsyn.synth import create
+from dpsyn.synth.pgm import ONE_WAY_LABEL, PAIRS_LABEL, SELECT_LABEL, TASK_LABEL, kruskal, match_prior, use_task_model
+from dpsyn.synth.pgm_model import Compression, posterior_mean_count
+
+SCHEMA = """
+name: tiny
+target: y
+columns:
+  - {name: a, kind: categorical, domain: [p, q, r]}
+  - {name: x, kind: numeric, bounds: [0, 10], bins: [0, 2, 4, 6, 8, 10], decimals: 1}
+  - {name: b, kind: categorical, domain: ["0", "1"]}
+  - {name: y, kind: categorical, domain: ["0", "1"]}
+"""
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    n = 3000
+    a = rng.choice(["p", "q", "r"], n, p=[0.5, 0.3, 0.2])
+    x = np.where(a == "r", rng.uniform(8, 10, n), rng.uniform(0, 6, n)).round(1)  # an upper tail only r reaches
+    b = (rng.random(n) < np.where(a == "p", 0.9, 0.1)).astype(int).astype(str)
+    y = (rng.random(n) < np.where(b == "1", 0.8, 0.2)).astype(int).astype(str)
+    return pd.DataFrame({"a": a, "x": x, "b": b, "y": y}), parse_schema(SCHEMA)
+
+
+def _fit(table, *, task="off", epsilon=2.0, accountant="prv"):
+    df, schema = table
+    acct = PrivacyAccountant(epsilon=epsilon, delta=1e-5, accountant=accountant)
+    synth = create("pgm", {"iters": 200, "task": task, "task_epochs": 2},
+                   privacy={"epsilon": epsilon, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
+    synth.fit(df, schema, accountant=acct)
+    return synth, acct
+
+
+@pytest.mark.parametrize("accountant", ["prv", "rdp"])
+def test_every_release_is_a_recorded_gaussian_within_budget(table, accountant):
+    synth, acct = _fit(table, task="on", accountant=accountant)
+    labels = [m.label for m in acct.ledger]
+    assert labels == ["pgm.rows", ONE_WAY_LABEL, SELECT_LABEL, PAIRS_LABEL, TASK_LABEL]
+    assert all(m.noise_multiplier > 0 for m in acct.ledger)
+    assert acct.planned == []  # nothing planned was left unspent or unrecorded
+    assert 0.95 * 2.0 <= acct.check() <= 2.0
+
+
+def test_the_one_way_pair_and_score_noise_split_one_gaussian(table):
+    """1/σ² of the three measurement releases sums to 1/σ² of one Gaussian that takes what is left."""
+    synth, acct = _fit(table)
+    sig = synth.training_["noise_multipliers"]
+    mu2 = sum(1 / s ** 2 for s in sig.values())
+    ref = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+    ref.ledger = acct.ledger[:1]
+    sigma = ref.calibrate(sample_rate=1.0, steps=1, label="x")
+    assert mu2 == pytest.approx(1 / sigma ** 2, rel=0.05)
+    assert mu2 <= 1 / sigma ** 2 * (1 + 1e-9)
+
+
+def test_sample_keeps_the_upper_tail_and_the_resolution(table):
+    df, _ = table
+    synth, _ = _fit(table)
+    out = synth.sample(3000, random_state=0)
+    share_tail = (out["x"] >= 8).mean()
+    assert share_tail == pytest.approx((df["x"] >= 8).mean(), abs=0.05)
+    assert np.allclose(out["x"], out["x"].round(1))  # one decimal, as the schema declares
+    # the pair the data holds (a = r ⇒ x ≥ 8) survives: the backbone measured it
+    assert (out.loc[out["a"] == "r", "x"] >= 8).mean() > 0.7
+
+
+def test_labels_follow_the_task_model_and_the_rule_is_public():
+    assert use_task_model(epsilon=1.0, public_rows=32_000, has_target=True)
+    assert not use_task_model(epsilon=1.0, public_rows=700, has_target=True)
+    assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False)
+
+
+def test_match_prior_sets_the_base_rate_and_keeps_the_ranking():
+    rng = np.random.default_rng(0)
+    lp = np.log(np.stack([np.full(1000, 0.5), np.full(1000, 0.5)], 1)) + np.stack([np.zeros(1000),
+                                                                                   rng.normal(size=1000)], 1)
+    p = match_prior(lp, np.array([0.9, 0.1]))
+    assert p.mean(axis=0) == pytest.approx([0.9, 0.1], abs=1e-3)
+    assert np.all(np.diff(p[np.argsort(lp[:, 1] - lp[:, 0]), 1]) >= -1e-12)
+
+
+def test_compression_merges_only_cells_within_the_noise():
+    comp = Compression([np.array([500.0, 3.0, -4.0, 80.0])], [30.0])
+    assert comp.sizes == [3]
+    codes = comp.decompress(np.array([[2]] * 100), rng=np.random.default_rng(0))
+    assert set(codes[:, 0]) == {1}  # the rare cell decompresses by clipped noisy counts: -4 gets nothing
+
+
+def test_a_code_within_the_noise_keeps_mass_by_its_posterior_mean():
+    """With the noise std, the rare cell decompresses by E[c | noisy] under a flat prior on c ≥ 0: every code
+    keeps some mass (a bin the noise hides is not emptied), larger noisy counts more."""
+    comp = Compression([np.array([500.0, 3.0, -4.0, 80.0])], [30.0], [10.0])
+    assert comp.sizes == [3]
+    p = comp.rare_p[0]
+    assert np.all(p > 0) and p[0] > p[1] and p.sum() == pytest.approx(1.0)
+    m = posterior_mean_count(np.array([-30.0, 0.0, 50.0]), 10.0)
+    assert m[0] > 0 and m[1] == pytest.approx(10.0 * np.sqrt(2 / np.pi)) and m[2] == pytest.approx(50.0, abs=1e-4)
+
+
+def test_kruskal_builds_a_maximum_spanning_tree():
+    pairs = [(0, 1), (0, 2), (1, 2), (2, 3)]
+    tree = kruskal(4, pairs, np.array([5.0, 1.0, 4.0, 3.0]))
+    assert sorted(tree) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_decimals_are_declared_for_non_integer_numeric_columns_only():
+    from dpsyn.errors import SchemaError
+
+    bad = SCHEMA.replace("decimals: 1}", "decimals: 1, integer: true}")
+    with pytest.raises(SchemaError, match="decimals"):
+        parse_schema(bad)
+
+
+def test_the_row_total_pools_the_count_and_the_histograms_by_inverse_variance():
+    from dpsyn.synth.pgm import pooled_total
+
+    assert pooled_total([(700.0, 100.0), (600.0, 100.0)]) == pytest.approx(650.0)
+    assert pooled_total([(700.0, 1e6), (600.0, 1.0)]) == pytest.approx(600.0, abs=0.2)
+    assert pooled_total([(512.0, 0.0), (600.0, 1.0)]) == 512.0  # a public (exact) count wins
+
+
+def test_small_tables_get_more_one_way_budget_by_a_public_rule():
+    from dpsyn.synth.pgm import backbone_split
+
+    assert backbone_split(epsilon=1.0, public_rows=600, columns=8) == (0.5, 1.0)
+    assert backbone_split(epsilon=1.0, public_rows=32_000, columns=15) == (0.2, 3.0)
+
+
+def test_the_fitted_model_holds_numpy_tables_only(table):
+    import pickle
+
+    synth, _ = _fit(table)
+    blob = pickle.dumps(synth)
+    assert b"jax" not in blob and b"mbi" not in blob
+
+
+def test_without_a_task_model_every_feature_target_pair_is_measured(table):
+    """A public rule (the schema names the target): naive Bayes' star is measured; off, only the selection."""
+    synth, _ = _fit(table, task="off")
+    pairs = {tuple(p) for p in synth.training_["pairs"]}
+    assert {(0, 3), (1, 3), (2, 3)} <= pairs
+    df, schema = table
+    off = create("pgm", {"iters": 50, "task": "off", "target_pairs": False},
+                 privacy={"epsilon": 2.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1}).fit(df, schema)
+    assert len(off.training_["pairs"]) >= 1
