@@ -96,7 +96,17 @@ def broken(case: str, b: pd.DataFrame, schema, rng: np.random.Generator) -> pd.D
     return out
 
 
-def gate_once(stats, synth, schema, config, eps: float, seed: int, n: int):
+def gate_once(stats, synth, schema, config, eps: float, seed: int, n: int) -> str:
+    """One gate as a run would do it; 'refused' when the noisy count cannot even bound the sensitivity."""
+    from dpsyn.errors import InputError
+
+    try:
+        return _gate(stats, synth, schema, config, eps, seed, n)
+    except InputError:
+        return None
+
+
+def _gate(stats, synth, schema, config, eps: float, seed: int, n: int):
     from dpsyn.privacy import NoiseSource, PrivacyAccountant, default_delta, plan_counts, release_counts
     from dpsyn.validation import plan_validation, validate
 
@@ -121,7 +131,9 @@ def main(argv=None):
     from dpsyn.validation.rules import expand_icd9
 
     config = ValidationConfig(utility=False)
-    rows = []
+    partial = Path(args.out).with_suffix(".partial.jsonl")
+    rows = [json.loads(x) for x in partial.read_text().splitlines()] if partial.exists() else []
+    done = {(r["dataset"], r["rows"], r["epsilon"], r["case"]) for r in rows}
     t_start = time.time()
     for name in args.datasets:
         schema, df = load(name)
@@ -146,10 +158,12 @@ def main(argv=None):
             for case, synth, st, rows_n in todo:
                 t0 = time.time()
                 verdicts, names = [], {}
+                if (name, rows_n, eps, case) in done:
+                    continue
                 for seed in range(args.seeds):
                     rep = gate_once(st, synth, schema, config, eps, seed, rows_n)
-                    verdicts.append(rep.verdict)
-                    for c in rep.failures():
+                    verdicts.append(rep.verdict if rep is not None else "uninformative")  # refused: not judged
+                    for c in rep.failures() if rep is not None else []:
                         names[c.name] = names.get(c.name, 0) + 1
                 row = {"dataset": name, "rows": rows_n, "epsilon": eps, "case": case,
                        "passed": verdicts.count("passed"), "uninformative": verdicts.count("uninformative"),
@@ -158,7 +172,10 @@ def main(argv=None):
                        "seconds_per_gate": round((time.time() - t0) / args.seeds, 2)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    write(rows, args, time.time() - t_start)
+                with open(partial, "a") as f:  # resumable: a rerun skips the cells already measured
+                    f.write(json.dumps(row) + "\n")
+    write([r for r in rows if r["dataset"] in args.datasets], args, time.time() - t_start)
+    partial.unlink()
 
 
 def write(rows, args, total_s):

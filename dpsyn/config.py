@@ -88,7 +88,9 @@ class SynthesizeConfig(BaseModel):
     table_schema: str = Field(description="A schema YAML path, or the name of a shipped schema.")
     out: Path = Field(description="Output folder; published atomically if the gate passes.")
     overwrite: bool = Field(default=False, description="Replace a non-empty output folder.")
-    synthesizer: str = Field(default="dpgen", description="A registered synthesizer name.")
+    synthesizer: str = Field(
+        default="pgm", description="A registered synthesizer name; the default is the rule of "
+        "dpsyn.synth.choose_synthesizer (docs/synthesis.md).")
     synthesizer_config: dict[str, Any] = Field(default_factory=dict)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     scrub: ScrubConfig = Field(default_factory=ScrubConfig)

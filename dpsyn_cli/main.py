@@ -113,6 +113,23 @@ DeltaOpt = Annotated[float | None, typer.Option(
     "--delta", help="δ; default: a power of ten ≤ 1/(10·N) for the schema's public population size N, else 1e-6.")]
 
 
+def _epochs_setting(synthesizer: str, epochs: int | None) -> dict:
+    """``--epochs`` as the synthesizer's own setting: ``epochs`` (DP-SGD generators) or ``task_epochs`` (pgm's task
+    model)."""
+    if epochs is None:
+        return {}
+    from dpsyn.errors import ConfigError
+    from dpsyn.synth import get_class
+
+    if epochs < 1:
+        raise ConfigError(f"--epochs must be at least 1 (got {epochs})")
+    fields = get_class(synthesizer).config_class.model_fields
+    for name in ("epochs", "task_epochs"):
+        if name in fields:
+            return {name: epochs}
+    raise ConfigError(f"--epochs is not a setting of synthesizer '{synthesizer}'")
+
+
 def _make_config(**kw):
     from pydantic import ValidationError
 
@@ -134,9 +151,12 @@ def run(
     out: Annotated[Path, typer.Option("--out", help="Output folder (must not exist or be empty).")],
     epsilon: EpsOpt = 1.0,
     delta: DeltaOpt = None,
-    synthesizer: Annotated[str, typer.Option("--synthesizer", help="Synthesizer name.")] = "dpgen",
+    synthesizer: Annotated[str, typer.Option(
+        "--synthesizer", help="Synthesizer name: pgm (the default rule's choice), dpgen, dpdsyn.")] = "pgm",
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs (synthesizer setting).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty output folder.")] = False,
+    rules: Annotated[str | None, typer.Option(
+        "--rules", help="Rules YAML the gate checks (default: the rules shipped for the schema, if any).")] = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -151,8 +171,9 @@ def run(
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
         cfg = _make_config(
             data=data, table_schema=schema, out=out, overwrite=overwrite, synthesizer=synthesizer,
-            synthesizer_config={"epochs": epochs} if epochs else {},
+            synthesizer_config=_epochs_setting(synthesizer, epochs),
             privacy={"epsilon": epsilon, "delta": delta},
+            **({"validation": {"rules": str(Path(rules).absolute()) if Path(rules).suffix else rules}} if rules else {}),
         )
         _preflight(cfg)
         return _run_flow(cfg, as_json=as_json, verbose=verbose)

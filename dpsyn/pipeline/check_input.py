@@ -1,7 +1,8 @@
 """What can be checked before a run starts: the schema, the input file against it, the synthesizer, the output.
 
 The CLI calls :func:`check_input` before it starts the flow, so a bad input fails in a second with one line (exit
-2) and nothing is reserved. It reads the input file (one partition at a time) to check it against the schema:
+2) and nothing is reserved: that includes a table too small for the validation gate at the run's ε
+(:mod:`dpsyn.validation.preflight`). It reads the input file (one partition at a time) to check it against the schema:
 an owner-side check whose answer goes to the operator's terminal only (docs/privacy.md, "The guarantee").
 """
 
@@ -22,9 +23,20 @@ def check_input(config: SynthesizeConfig) -> None:
     from dpsyn.pipeline.prepare import partition_rows
     from dpsyn.schema import load_schema
     from dpsyn.synth import get_class
+    from dpsyn.validation.preflight import require_informative
 
     schema = load_schema(config.table_schema)
+    rows = 0
     for part in plan_partitions(config.data, schema, partition_rows(config)):  # one partition in memory at a time
-        read_partition(config.data, schema, part)
+        rows += len(read_partition(config.data, schema, part))
     get_class(config.synthesizer)
+    from dpsyn.validation import gate_rules
+
+    rules = gate_rules(config.validation, schema)  # a missing or malformed rules file: exit 2, nothing reserved
+    if rules is not None:
+        rules.check_against(schema)
     check_output_dir(Path(config.out).absolute(), overwrite=config.overwrite)
+    # can the gate judge this many rows at this ε? (the exact count stays here: the answer is the operator's)
+    require_informative(config.validation, epsilon=config.privacy.epsilon,
+                        delta=config.privacy.resolved_delta(schema.population_size), rows=rows,
+                        has_target=schema.target is not None, count_share=config.privacy.count_share)

@@ -8,6 +8,7 @@ after every mechanism, so a crash mid-stage still leaves what was spent on recor
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
 import shutil
@@ -24,6 +25,8 @@ from dpsyn.pipeline.workdir import WorkDir
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
 from dpsyn.progress import report
 from dpsyn.schema import load_schema
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["count_estimate", "fit", "load_accountant", "load_counts", "privacy_summary", "publish", "release_counts",
            "sample", "validate", "watermark"]
@@ -113,16 +116,29 @@ def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
     work = ctx.workdir
     with open(work / WorkDir.MODEL, "rb") as f:
         synth = pickle.load(f)
+    from dpsyn.validation import gate_rules
+    from dpsyn.validation.repair import enforce_hard_rules
+
+    schema = load_schema(config.table_schema)
+    rules = gate_rules(config.validation, schema)
     n = config.n_samples or load_counts(work).estimate()
     chunk = config.scale.partition_rows or n
+
+    def draw(rows: int, seed) -> pd.DataFrame:
+        """Sample, then redraw the rows that break a hard rule from those that do not (post-processing)."""
+        df = synth.sample(rows, random_state=seed)
+        df, replaced = enforce_hard_rules(df, rules, schema, np.random.default_rng(seed))
+        if replaced:
+            logger.info("sample: %d synthetic rows broke a hard rule and were redrawn from compliant rows", replaced)
+        return df
+
     if n <= chunk:
-        synth.sample(n, random_state=config.sample_seed).to_parquet(work / WorkDir.SYNTHETIC, index=False)
+        draw(n, config.sample_seed).to_parquet(work / WorkDir.SYNTHETIC, index=False)
     else:
         parts = []
         for i, start in enumerate(range(0, n, chunk)):  # post-processing of the DP model: no budget
             parts.append(work / f"synthetic-{i:05d}.parquet")
-            synth.sample(min(chunk, n - start), random_state=partition_seed(config.sample_seed, i)).to_parquet(
-                parts[-1], index=False)
+            draw(min(chunk, n - start), partition_seed(config.sample_seed, i)).to_parquet(parts[-1], index=False)
             report("sample (chunks)", i + 1, -(-n // chunk))
         merge_parquet(parts, work / WorkDir.SYNTHETIC)
         for p in parts:

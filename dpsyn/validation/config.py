@@ -70,10 +70,10 @@ class ValidationConfig(BaseModel):
     false_alarm: float = Field(
         default=0.05, gt=0, lt=1, description="Rate of gate failures caused by DP noise alone, over all checks.")
     target_pair_threshold: float = Field(
-        default=0.05, gt=0, le=1,
+        default=0.07, gt=0, le=1,
         description="Max pair TVD (beyond the sampling allowance) of a pair with the target: the target's "
         "associations are what a task-oriented table is for (a target shuffled against the rest: 0.12-0.15 on "
-        "Adult).")
+        "Adult at 2,000 rows; pgm's output at ε = 1 on 3,200 Adult rows: at most 0.05).")
     target_tvd_threshold: float = Field(
         default=0.05, gt=0, le=1,
         description="Max TVD (or KS) of the target column: the column the synthetic table is for is held tighter "

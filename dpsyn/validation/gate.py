@@ -182,10 +182,11 @@ def validate(
     for pool in pools:
         for s in pool:
             s.weight = math.sqrt(config.detail_weight / len(pools) / len(pool)) if config.detail_weight > 0 else 0.0
-    primary = []
-    if verdict is not None:
-        verdict.weight = config.primary_weight
-        primary.append(verdict)
+    if verdict is None:  # nothing to compare: never a pass (and nothing is released)
+        raise InputError("the synthetic table shares no modelled column with the schema: the validation gate has "
+                         "nothing to check; check the file and the schema")
+    verdict.weight = config.primary_weight
+    primary = [verdict]
     stats_ = primary + [s for pool in pools for s in pool if s.weight > 0]
     if config.hist_weight <= 0:
         hists = []
@@ -198,10 +199,12 @@ def validate(
     delta_t = math.sqrt(sum_w2 or 1.0) / n_low
     # holdout statistics move by ≤ 1/|H| ≤ 1/h_low each; T and H are disjoint (secret coins): a row changes one
     delta_h = math.sqrt(len(util["values"])) / counts.lower_bound("holdout") if util else 0.0
-    base = sigma * max(delta_t, delta_h)
+    # each part noised for its own sensitivity: scaled by 1/Δ_T and 1/Δ_H (public), the release moves by ≤ 1 in L2
+    # whichever part a neighbour changes, so the whole is one Gaussian mechanism with noise multiplier σ
+    base, base_h = sigma * delta_t, sigma * delta_h
     h_cells = sum(len(r) for _, r, _ in hists)
     stds = np.concatenate([[base / s.weight for s in stats_], np.full(h_cells, base / w_h if w_h else 0.0),
-                           np.full(len(util["values"]) if util else 0, base)])
+                           np.full(len(util["values"]) if util else 0, base_h)])
     exact = np.array([s.exact for s in stats_] + [x for _, r, _ in hists for x in r]
                      + (util["values"] if util else []))
     noisy_all = exact + noise.normal_numpy(len(exact), 1.0) * stds
@@ -217,7 +220,7 @@ def validate(
     judged = [(s, float(v), float(sd)) for s, v, sd in zip(stats_, noisy_all[:k], stds[:k], strict=True)]
     judged = _rule_rates(judged, synth, rules, schema, config)
     if util:
-        judged += _utility_checks(util, noisy_all[k + h_cells:], base, counts, schema, config, report)
+        judged += _utility_checks(util, noisy_all[k + h_cells:], base_h, counts, schema, config, report)
     _judge(report, judged, config)
     for check, share, tol in hard_rule_results(synth, rules, schema):
         report.checks.append(CheckResult(name=check, column=check.removeprefix("rule:"), statistic="hard_rule",
@@ -315,12 +318,13 @@ def _judge(report: ValidationReport, judged, config: ValidationConfig) -> None:
         return config.noise_margin if config.noise_margin is not None else \
             float(_norm.ppf(1 - config.false_alarm / max(k, 1)))
 
-    # rank by noise relative to the effect to resolve (public); the informative set is the largest m first checks
-    # that are each resolvable at the Bonferroni z of m checks (both factors grow with m: one cut-off)
+    # rank by noise relative to the effect to resolve (public), the verdict's statistic first; the informative set
+    # is the longest prefix whose members are each resolvable at the Bonferroni z of that many checks
     rel = [sd / s.ref if s.ref > 0 else float("inf") for s, _, sd in judged]
-    order = sorted(range(len(judged)), key=lambda i: rel[i])
-    m = 0
-    while m < len(order) and z_for(m + 1) * rel[order[m]] <= ratio:
+    order = sorted(range(len(judged)), key=lambda i: (not judged[i][0].primary, rel[i]))  # the verdict's first
+    m, worst = 0, 0.0
+    while m < len(order) and z_for(m + 1) * max(worst, rel[order[m]]) <= ratio:
+        worst = max(worst, rel[order[m]])
         m += 1
     informative = [False] * len(judged)
     for i in order[:m]:
@@ -384,6 +388,11 @@ def validate_files(
     config = config or ValidationConfig()
     delta = delta or default_delta(schema.population_size)
     syn = strip_text_codes(read_any(synthetic).drop(columns=[WM_COLUMN], errors="ignore"))
+    missing = [c.name for c in schema.synthesizable_columns() if c.name not in syn.columns]
+    if missing:  # before any ε is reserved: a gate over part of the schema could pass on what it does not see
+        raise InputError(f"the synthetic file lacks {len(missing)} of the schema's {len(schema.synthesizable_columns())} "
+                         f"modelled columns ({', '.join(missing[:5])}{', …' if len(missing) > 5 else ''}): the gate "
+                         "checks every modelled column; nothing was spent")
     present = schema.model_copy(update={"columns": [c for c in schema.columns if c.name in syn.columns]})
     syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
     acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)

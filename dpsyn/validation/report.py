@@ -102,7 +102,8 @@ class ValidationReport(BaseModel):
         return render_html(self, title=title, context=context)
 
     def metrics(self) -> dict[str, float]:
-        m = {f"{c.statistic}.{c.column}": c.value for c in self.checks}
+        # per-column checks: statistic.column; the families and the verdict (no column): their name, e.g. gate.worst
+        m = {(f"{c.statistic}.{c.column}" if c.column else c.name.replace(":", ".")): c.value for c in self.checks}
         if self.utility:
             m["utility_auc_tstr"] = self.utility["auc_tstr"]
             m["utility_auc_trtr"] = self.utility["auc_trtr"]
@@ -110,6 +111,9 @@ class ValidationReport(BaseModel):
         m["gate_failed_checks"] = float(len(self.failures()))
         m["gate_uninformative_checks"] = float(len(self.uninformative()))
         return m
+
+
+_REPORT_AT = " (report with every check and plot: validation_report.html in the MLflow run's reports/)"
 
 
 def raise_for_verdict(report: dict, *, allow_uninformative: bool = False) -> None:
@@ -120,12 +124,12 @@ def raise_for_verdict(report: dict, *, allow_uninformative: bool = False) -> Non
     if bad:
         names = [f"{c['name']} ({c['value']:.3f} > {c['limit']:.3f})" for c in bad]
         raise GateFailedError(f"validation gate failed {len(bad)} of {len(checks)} checks: {', '.join(names)}; "
-                              "nothing was published", failures=[c["name"] for c in bad])
+                              f"nothing was published{_REPORT_AT}", failures=[c["name"] for c in bad])
     if report.get("verdict") == "uninformative" and not allow_uninformative:
         weak = [c["name"] for c in checks if c.get("status") == "uninformative" and c.get("primary")]
         raise GateFailedError(
             f"the validation gate cannot judge this table at this ε: its checks {', '.join(weak)} are uninformative "
             "(their DP noise exceeds what they must resolve); use more rows or a larger ε (see `dpsyn run` "
             "preflight), or set validation.allow_uninformative=true to publish with the manifest saying so; "
-            "nothing was published", failures=weak)
+            f"nothing was published{_REPORT_AT}", failures=weak)
 

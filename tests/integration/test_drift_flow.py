@@ -24,9 +24,10 @@ SAMPLE = REPO / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
 ROWS = 1500
 CHECK_EPS = 4.0
 MODEL = "dpsyn-d130-drift-test"
-# The gate with a family-wise margin on every check (z = 3.5 ≈ Bonferroni over ~50 one-way checks): on 1,500-row
-# batches of 45 columns the per-check default (1.645) fails one check or another on DP noise alone.
-GATE = {"noise_margin": 3.5}
+# 1,500-row batches are below what the gate can judge at ε = 1 (about 2,400 rows: dpsyn.validation.preflight):
+# this test is about drift and the lifetime budget, so it publishes with the gate 'uninformative', as a user must
+# ask for explicitly (the manifest then says so).
+GATE = {"allow_uninformative": True}
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 NAME = "dpsyn-adult"
 # Registry behaviour, not model quality: one epoch, no utility check, and a gate that passes on purpose
 # (loosest thresholds) or fails on purpose (thresholds no table meets, no noise margin; as test_flow.py).
-FAST = {"epochs": 1}
+FAST = {"task_epochs": 1}
 PASSING_GATE = {"utility": False, "ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0}
 FAILING_GATE = {"utility": False, "ks_threshold": 1e-6, "tvd_threshold": 1e-6, "noise_margin": 0}
 

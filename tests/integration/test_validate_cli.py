@@ -120,3 +120,31 @@ def test_validate_is_charged_to_a_population_or_refused(runner, adult_sample, ad
     assert res.exit_code == 1 and "exceeded" in json.loads(res.stdout)["error"]
     shown = runner.invoke(app, ["budget", "show", "--ledger", ledger, "--json"])
     assert json.loads(shown.stdout)["populations"][0]["runs"][0]["purpose"] == "validate"
+
+
+@pytest.mark.parametrize("keep", [[], ["age", "income"]], ids=["no schema column", "two of fifteen"])
+def test_a_synthetic_file_missing_schema_columns_exits_2_before_any_epsilon(runner, adult_sample, adult_sample_path,
+                                                                           tmp_path, keep):
+    """Issue 24, finding 2: a file sharing no column with the schema passed with zero checks after spending ε."""
+    from dpsyn.privacy.budget import BudgetLedger
+
+    p = tmp_path / "other.csv"
+    (adult_sample[keep] if keep else adult_sample[[]].assign(shoe_size=42)).to_csv(p, index=False)
+    ledger = f"sqlite:///{tmp_path / 'budget.db'}"
+    res = runner.invoke(app, ["validate", "--real", str(adult_sample_path), "--synthetic", str(p), "--schema", "adult",
+                              "--epsilon", "1", "--ledger", ledger, "--json"])
+    assert res.exit_code == 2, res.output
+    assert "lacks" in json.loads(res.stdout)["error"] and "nothing was spent" in json.loads(res.stdout)["error"]
+    assert not BudgetLedger(ledger).status()
+
+
+def test_the_gate_never_passes_with_nothing_to_check(adult_sample, adult_schema):
+    from dpsyn.errors import InputError
+    from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
+    from dpsyn.validation import validate
+
+    acct = PrivacyAccountant(epsilon=1, delta=1e-5)
+    with pytest.raises(InputError, match="nothing to check"):
+        validate(adult_sample, adult_sample[[]].assign(x=1), adult_schema, accountant=acct,
+                 noise=NoiseSource(secure=True), counts=NoisyCounts.public(train=len(adult_sample)))
+    assert acct.ledger == []  # nothing was released

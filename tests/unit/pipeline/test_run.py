@@ -27,7 +27,7 @@ def small_input(tmp_path, adult_sample_path):
 
 
 def _config(data, tmp_path, **kw):
-    base = dict(data=data, table_schema="adult", out=tmp_path / "out", synthesizer_config={"epochs": 1},
+    base = dict(data=data, table_schema="adult", out=tmp_path / "out", synthesizer_config={"task_epochs": 1},
                 privacy={"epsilon": 3.0}, validation=LOOSE, budget={"population": "pipeline-test"},
                 lineage_url=f"sqlite:///{tmp_path / 'lineage.db'}")
     base.update(kw)

@@ -386,3 +386,46 @@ def test_histograms_hold_public_labels_and_noisy_real_shares(small_schema):
         diff = np.array(h.real) - exact_r
         assert np.all(diff != 0) and np.all(np.abs(diff) < 6 * h.noise_std)  # real side noisy, at its std
     assert report.noise_std == pytest.approx(acct.ledger[0].noise_multiplier * math.sqrt(_weights(report)) / 399)
+
+
+def test_a_7_percent_target_made_constant_fails(adult_sample, adult_schema):
+    """The issue's case: a rare positive class comes out never predicted (target constant) and must not pass."""
+    pos = adult_sample[adult_sample["income"] == ">50K"]
+    neg = adult_sample[adult_sample["income"] != ">50K"]
+    table = pd.concat([neg, pos.iloc[: int(len(neg) * 0.07 / 0.93)]]).sample(frac=1, random_state=0)
+    half = len(table) // 2
+    real, synth = table.iloc[:half].reset_index(drop=True), table.iloc[half:].reset_index(drop=True)
+    assert 0.05 < (real["income"] == ">50K").mean() < 0.09
+    counts = NoisyCounts.public(train=len(real))
+    ok = validate(real, synth, adult_schema, accountant=PrivacyAccountant(epsilon=3, delta=1e-5), noise=_noise(4),
+                  counts=counts)
+    assert ok.verdict == "passed", [(c.name, c.value, c.limit) for c in ok.failures()]
+    bad = validate(real, synth.assign(income="<=50K"), adult_schema, accountant=PrivacyAccountant(epsilon=3, delta=1e-5),
+                   noise=_noise(4), counts=counts)
+    assert bad.verdict == "failed" and "gate:worst" in {c.name for c in bad.failures()}
+
+
+def test_400_males_with_a_pregnancy_code_fail_by_name_with_no_real_statistic():
+    """The shipped diabetes130 rules are hard: checked on the synthetic table alone."""
+    import gzip
+    from pathlib import Path
+
+    from dpsyn.io import coerce_to_schema
+    from dpsyn.schema import load_schema
+    from dpsyn.validation.rules import expand_icd9, load_rules
+
+    schema = load_schema("diabetes130")
+    with gzip.open(Path(__file__).resolve().parents[3] / "dpsyn" / "data" / "diabetes130_sample.csv.gz", "rt") as f:
+        df = coerce_to_schema(pd.read_csv(f, dtype=str, keep_default_na=False).replace({"?": None, "": None}), schema,
+                              check_domains=False)
+    rules = load_rules("diabetes130")
+    assert all(r.hard for r in rules.rules)
+    preg = expand_icd9(["630-679", "V22-V24", "V27"], schema.column("diag_1").domain)
+    bad = df.copy()
+    bad.loc[bad.index[:400], "diag_1"], bad.loc[bad.index[:400], "gender"] = preg[0], "Male"
+    from dpsyn.validation.checks import hard_rule_results
+
+    got = {c: share for c, share, _ in hard_rule_results(bad, rules, schema)}
+    assert got["rule:pregnancy_only_female"] >= 400 / len(bad)
+    clean = {c: share for c, share, _ in hard_rule_results(df, rules, schema)}
+    assert clean["rule:pregnancy_only_female"] == 0.0
