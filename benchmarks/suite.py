@@ -16,7 +16,7 @@ resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fix
 Methods: dpsyn's synthesizers (``pgm`` is the default choice, dpsyn.synth.choose_synthesizer), ``pgm_tier``
 (pgm with the schema's tiers as field weights), the trivial DP baselines ``independent`` and ``naive_bayes``
 (benchmarks/baselines.py), smartnoise-synth ``mst`` and ``aim`` from the peers' environment (i.i.d. sample;
-AIM capped at 2·d rounds and a wall-clock budget, ``--aim-budget``), DP-SGD logistic regression on the real
+AIM capped at ``--aim-rounds`` (2·d) and a wall-clock budget, ``--aim-budget``), DP-SGD logistic regression on the real
 rows (``dpsgd_lr``) and train-on-real (``real``). Metrics read the real rows without noise (public benchmark
 data; never done by a run).
 """
@@ -184,7 +184,7 @@ def run_synth(method, schema, train, eps, seed):
         return pd.read_parquet(path), fit_s, spent, rss_kb, {"pairs": len(pairs)} if pairs else {}
 
 
-def run_peer(method, schema, train, eps, seed, aim_budget):
+def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None):
     """MST / AIM (smartnoise-synth) on the public encoding's codes, in benchmarks/.envs/snsynth."""
     from dpsyn.encoding import DiscreteEncoder
 
@@ -195,7 +195,7 @@ def run_peer(method, schema, train, eps, seed, aim_budget):
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "codes.csv", Path(tmp) / "out.csv"
         pd.DataFrame(enc.encode(train), columns=enc.names).to_csv(src, index=False)
-        rounds = 2 * len(enc.names)
+        rounds = aim_rounds or 2 * len(enc.names)
         cmd = [str(py), str(REPO / "benchmarks/peers/run_peer.py"), "--method", method, "--dataset", "codes",
                "--codes", str(src), "--eps", str(eps), "--delta", str(DELTA), "--seed", str(seed), "--out", str(dst),
                "--aim-rounds", str(rounds)]
@@ -281,6 +281,7 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
     ap.add_argument("--out", default="benchmarks/results/suite")
     ap.add_argument("--aim-budget", type=int, default=900, help="AIM's wall-clock budget per fit, seconds")
+    ap.add_argument("--aim-rounds", type=int, default=None, help="AIM's rounds (default 2·d)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     command = shlex.join(["python", "benchmarks/suite.py", *sys.argv[1:]])
@@ -306,7 +307,8 @@ def main(argv=None):
                             row.update(fit_s=round(fit_s, 1), epsilon_spent=spent, tstr=scores)
                             syn = None
                         elif method in PEERS:
-                            syn, fit_s, spent, rss, extra = run_peer(method, schema, train, eps, seed, args.aim_budget)
+                            syn, fit_s, spent, rss, extra = run_peer(method, schema, train, eps, seed, args.aim_budget,
+                                                             args.aim_rounds)
                         else:
                             syn, fit_s, spent, rss, extra = run_synth(method, schema, train, eps, seed)
                         if syn is not None:
@@ -372,7 +374,8 @@ def write_markdown(saved: dict, path: Path, eps: float) -> None:
               "synthetic table but several in the real one.",
               "* `dpsgd_lr`: DP-SGD logistic regression on the real rows (EMA 0.99), AUC in `AUC direct`.",
               "* `mst`/`aim`: smartnoise-synth 1.0.8 on the same codes, sampled i.i.d. from the fitted model; AIM "
-              "capped at 2·d rounds and `--aim-budget` seconds of wall clock per fit (rows past it are listed above).",
+              "capped at `--aim-rounds` (default 2·d) rounds and `--aim-budget` seconds of wall clock per fit (rows past it "
+              "are listed above; the command line gives both).",
               "* `dpgen`/`dpdsyn`: defaults, except 5 epochs (generator and task model) on tables above 20,000 rows.",
               "* `pgm_tier`: pgm with `field_weights: tier` (the schema's sensitivity tiers weight the measurements)."]
     path.write_text("\n".join(lines) + "\n")
