@@ -4,8 +4,9 @@ the documented range of each feature, four significant digits). Reads no row.
     python benchmarks/suite_schemas.py
 """
 
-from pathlib import Path
 import math
+from pathlib import Path
+
 rows = """radius (mean):                        6.981  28.11
 texture (mean):                       9.71   39.28
 perimeter (mean):                     43.79  188.5
