@@ -37,10 +37,15 @@ concavity (worst):                    0.0    1.252
 concave points (worst):               0.0    0.291
 symmetry (worst):                     0.156  0.664
 fractal dimension (worst):            0.055  0.208"""
+
+
 def nice(x):
     e = 10 ** math.floor(math.log10(x))
     for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * e >= x: return round(m * e, 10)
+        if m * e >= x:
+            return round(m * e, 10)
+
+
 def fmt(x):
     return f"{x:.6g}"
 out = ["""# Breast Cancer Wisconsin (Diagnostic), as bundled with scikit-learn (sklearn.datasets.load_breast_cancer;

@@ -15,7 +15,7 @@ FAST: dict = {}  # the default dpgen settings
 # a gate that judges nothing (the flow's mechanics are under test here, not the synthesizer's fidelity)
 LOOSE = {"ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0,
          "target_tvd_threshold": 1.0, "target_pair_threshold": 1.0, "tail_threshold": 1.0, "constant_threshold": 1.0,
-         "utility_margin": 0.45}
+         "utility_margin": 0.45, "verdict_resolution": 1.0}
 
 
 def _config(data, out, **kw):
@@ -175,7 +175,8 @@ def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_
     # thresholds no real table meets, and no noise margin: the gate must fail and name its checks
     cfg = _config(small_adult, out, validation={"ks_threshold": 1e-6, "tvd_threshold": 1e-6, "noise_margin": 0},
                   experiment="gate-fail")
-    with pytest.raises(GateFailedError, match=r"validation gate failed: (ks|tvd):") as err:
+    failed = r"validation gate failed \d+ of \d+ checks: gate:worst .*(ks|tvd):"
+    with pytest.raises(GateFailedError, match=failed) as err:
         synthesize(cfg)
     assert len(err.value.failures) >= 5
     assert not out.exists()
