@@ -19,7 +19,8 @@ LOOSE = {"ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0, "
 
 
 def _config(data, out, **kw):
-    base = dict(data=data, table_schema="adult", out=out, synthesizer_config=FAST,
+    # dpgen: these tests check the DP-SGD run's records (noise multiplier, steps, canaries); pgm has its own
+    base = dict(data=data, table_schema="adult", out=out, synthesizer="dpgen", synthesizer_config=FAST,
                 privacy={"epsilon": 1.0, "secure_rng": True})
     base.update(kw)
     return SynthesizeConfig(**base)
