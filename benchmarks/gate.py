@@ -34,37 +34,18 @@ import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 CASES = ["real split", "target constant", "target shuffled", "tail removed", "column constant", "independent"]
 
 
 def load(name: str) -> tuple:
-    """(schema, rows) masked as a run reads them; values outside a declared categorical domain read as missing."""
-    from dpsyn.io import coerce_to_schema, read_table
-    from dpsyn.masking import mask_table
-    from dpsyn.schema import load_schema
+    """(schema, rows): the synthesis suite's loader (benchmarks/suite.py), its train and test splits together."""
+    from suite import load as suite_load
 
-    schema = load_schema(name)
-    if name == "adult":
-        df = pd.concat([read_table(DATA / f"adult/adult.{p}", schema) for p in ("data", "test")], ignore_index=True)
-    elif name == "diabetes130":
-        df = read_table(DATA / "diabetes130/diabetic_data.csv", schema, check_domains=False)
-        df = df.sort_values("encounter_id", kind="stable").drop_duplicates("patient_nbr").reset_index(drop=True)
-    elif name == "titanic":
-        df = read_table(DATA / "titanic/train.csv", schema, check_domains=False)
-    elif name == "nltcs":
-        raw = pd.read_csv(DATA / "nltcs/nltcs.csv", dtype=str)
-        raw.columns = [c.replace(" ", "_").replace("/", "_") for c in raw.columns]
-        df = coerce_to_schema(raw.apply(lambda s: s.str.replace(".0", "", regex=False)), schema, check_domains=False)
-    else:
-        raise SystemExit(f"unknown dataset {name}")
-    for c in schema.columns:
-        if c.kind.value == "categorical" and c.name in df.columns:
-            df[c.name] = df[c.name].where(df[c.name].isin(c.domain))
-    df, _ = mask_table(df, schema)
-    return schema, df.reset_index(drop=True)
+    schema, train, test = suite_load(name)
+    return schema, pd.concat([train, test], ignore_index=True)
 
 
 def broken(case: str, b: pd.DataFrame, schema, rng: np.random.Generator) -> pd.DataFrame | None:

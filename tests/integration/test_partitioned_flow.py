@@ -28,9 +28,8 @@ def test_partitioned_flow_on_dask(prefect_harness, small_adult, tmp_path):
     out = tmp_path / "out"
     # the wiring is under test, not the synthesizer: a short fit and a gate that passes any table (it still
     # reads every partition's counts and the holdout)
-    loose = {"tvd_threshold": 1.0, "ks_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0,
-             "target_tvd_threshold": 1.0, "target_pair_threshold": 1.0, "tail_threshold": 1.0,
-             "constant_threshold": 1.0, "utility_margin": 0.45, "verdict_resolution": 1.0}
+    from loose_gate import LOOSE as loose
+
     cfg = SynthesizeConfig(data=small_adult, table_schema="adult", out=out, synthesizer_config={"task_epochs": 2},
                            privacy={"epsilon": 1.0, "accountant": "rdp"},
                            validation=loose, scale={"partition_rows": 700, "n_workers": 1}, register_model=False,

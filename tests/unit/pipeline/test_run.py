@@ -7,16 +7,13 @@ import subprocess
 import sys
 
 import pytest
+from loose_gate import LOOSE
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.privacy.budget import BudgetLedger
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning")]
 
-# a gate that judges nothing: the wiring is under test, not the synthesizer's fidelity
-LOOSE = {"ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0,
-         "target_tvd_threshold": 1.0, "target_pair_threshold": 1.0, "tail_threshold": 1.0, "constant_threshold": 1.0,
-         "utility_margin": 0.45, "verdict_resolution": 1.0}
 MANIFEST_KEYS = {"mlflow_run_id", "schema", "synthesizer", "training_batch", "watermark", "epsilon_spent", "delta",
                  "accountant", "guarantee", "population", "cumulative_epsilon", "gate_passed", "gate", "dataset_id",
                  "synthetic_sha256"}
