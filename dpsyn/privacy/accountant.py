@@ -23,6 +23,8 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from dpsyn.errors import ConfigError, PrivacyBudgetExceededError, UnknownComponentError
 
 __all__ = ["NEIGHBOURING", "Mechanism", "PrivacyAccountant", "analytic_gaussian_epsilon", "gaussian_epsilon",
@@ -61,9 +63,52 @@ class Mechanism:
 def _make(name: str):
     if name not in _ACCOUNTANTS:
         raise UnknownComponentError(f"unknown accountant '{name}'; choose one of: {', '.join(_ACCOUNTANTS)}")
-    from opacus.accountants import create_accountant
+    from opacus.accountants import PRVAccountant, create_accountant
 
-    return create_accountant(mechanism=name)
+    if name != "prv":
+        return create_accountant(mechanism=name)
+
+    class _MemoisedPRV(PRVAccountant):
+        """Opacus' PRV accountant with its domain bound's RDP curves memoised: the same arithmetic, so the same
+        ε to the last bit (tests/unit/privacy/test_accountant_memo.py), without recomputing a subsampled
+        Gaussian's fractional-order RDP for every entry twice per call and again on every calibration step."""
+
+        def _get_domain(self, prvs, num_self_compositions, eps_error, delta_error):
+            from opacus.accountants.analysis.prv import Domain
+
+            entries = [(p.noise_multiplier, p.sample_rate, t) for p, t in zip(prvs, num_self_compositions, strict=True)]
+            total = sum(num_self_compositions)
+            big_l = max(_rdp_epsilon(entries, delta_error / 4, None),
+                        *(_rdp_epsilon([(s, q, 1)], delta_error / (8 * total), None) for s, q, _ in entries))
+            big_l = max(big_l, eps_error) + 3
+            mesh_size = eps_error / np.sqrt(total * np.log(12 / delta_error) / 2)
+            return Domain.create_aligned(-big_l, big_l, mesh_size)
+
+    return _MemoisedPRV()
+
+
+@functools.lru_cache(maxsize=8192)
+def _rdp_per_step(sigma: float, q: float, orders: tuple[float, ...] | None):
+    """One step's RDP of the subsampled Gaussian at ``orders`` (None: Opacus' default orders)."""
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.analysis import rdp
+
+    curve = rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=1,
+                            orders=RDPAccountant.DEFAULT_ALPHAS if orders is None else list(orders))
+    curve.setflags(write=False)
+    return curve
+
+
+def _rdp_epsilon(entries, delta: float, orders: tuple[float, ...] | None) -> float:
+    """What Opacus' ``RDPAccountant(history=entries).get_epsilon(delta, alphas=orders)`` returns, from memoised
+    per-step curves (``compute_rdp(steps=T)`` is the one-step curve times T, summed in history order)."""
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.analysis import rdp
+
+    total = sum([_rdp_per_step(float(s), float(q), orders) * t for s, q, t in entries])
+    eps, _ = rdp.get_privacy_spent(orders=RDPAccountant.DEFAULT_ALPHAS if orders is None else list(orders),
+                                   rdp=total, delta=delta)
+    return float(eps)
 
 
 def _epsilon_of(name: str, entries: list[tuple[float, float, int]], delta: float) -> float:
@@ -80,7 +125,7 @@ def _epsilon_of_cached(name: str, entries: tuple[tuple[float, float, int], ...],
     try:
         if name == "rdp":
             # Opacus' default orders stop at 63, which cannot certify ε below ~0.2 at δ=1e-5.
-            return float(acct.get_epsilon(delta=delta, alphas=_RDP_ORDERS))
+            return _rdp_epsilon(entries, delta, tuple(_RDP_ORDERS))
         return float(acct.get_epsilon(delta=delta))
     except (MemoryError, OverflowError, ValueError):
         # PRV's discretisation blows up for very small σ: such a mechanism is far over any budget.
