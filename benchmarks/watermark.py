@@ -316,7 +316,8 @@ def main(argv=None) -> None:
         schema, base, real, test = load_base(base_kind, args.seed)
         for strength in args.strength or [DEFAULT_STRENGTH]:
             kw = dict(strength=strength, grid=args.grid or DEFAULT_GRID, categorical=args.categorical)
-            marked = apply_watermark(embed_statistical(base, schema, key, random_state=args.seed, **kw), code)
+            marked = apply_watermark(embed_statistical(base, schema, key, random_state=args.seed, **kw), code,
+                                     key=key)
             other_marked = embed_statistical(base, schema, other, random_state=args.seed + 1, **kw)
             print(f"{base_kind}, strength {strength}: marked {len(marked)} rows ({time.time() - t0:.0f} s)", flush=True)
             res = {"base": base_kind, "base_desc": BASES[base_kind], "rows": len(base), **kw, "trials": args.trials}

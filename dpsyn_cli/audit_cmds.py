@@ -61,7 +61,7 @@ def _print_trace(t, *, as_json: bool) -> None:
         typer.echo(json.dumps({"traced": t.traced, **t.model_dump(mode="json")}))
         return
     where = f"{Path(t.path).name}" + (f" row {t.row}" if t.row is not None else "")
-    typer.echo(f"{where}: {t.message}")
+    typer.echo(f"{where}: {t.verdict}: {t.message}")
     if t.file_matches_release:
         typer.echo(f"  the file is byte-identical to released dataset {t.file_matches_release}")
     shown = set()
@@ -145,13 +145,18 @@ def register(app: typer.Typer) -> None:
                 "detected": t.traced, "method": t.method, "p_value": s.get("p_value"), "z": s.get("z"),
                 "key_id": s.get("key_id"), "test": s.get("test"), "units": s.get("units"), "n_values": s.get("n_values"),
                 "schema": t.schema_used, "codes": {c.code: c.status for c in t.codes},
-                "file_matches_release": t.file_matches_release, "message": t.message,
+                "rows_verified": {c.code: c.rows_verified for c in t.codes},
+                "file_matches_release": t.file_matches_release, "verdict": t.verdict, "message": t.message,
             }))
         else:
-            verdict = "ours" if t.traced else "NOT DETECTED"
-            typer.echo(f"{Path(t.path).name}: {verdict}")
+            from dpsyn.lineage.models import VERDICTS
+
+            verdict = "ours" if t.traced else ("NOT VERIFIED" if t.verdict in ("copied", "unverified")
+                                               else "NOT DETECTED")
+            typer.echo(f"{Path(t.path).name}: {verdict} ({t.verdict}: {VERDICTS[t.verdict]})")
             for c in t.codes[:10]:
-                typer.echo(f"  code {c.code}: {c.status.replace('_', ' ')} ({c.rows} row(s))")
+                checked = f", content verified in {c.rows_verified}" if c.rows_verified is not None else ""
+                typer.echo(f"  code {c.code}: {c.status.replace('_', ' ')} ({c.rows} row(s){checked})")
             if s:
                 key = s.get("key_id") or "none"
                 typer.echo(f"  statistical test: p={s['p_value']:.3g}  key id matched: {key}  "

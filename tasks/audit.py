@@ -64,6 +64,7 @@ def _summary(t: FileTrace) -> dict:
         "path": t.path,
         "file": Path(t.path).name,
         "traced": t.traced,
+        "verdict": t.verdict,
         "method": t.method,
         "message": t.message,
         "codes": {c.code: c.status for c in t.codes},

@@ -181,14 +181,28 @@ class Lineage(_Record):
     recorded_at: str
 
 
-CodeStatus = Literal["verified", "recorded", "mismatch", "not_ours", "malformed"]
+CodeStatus = Literal["verified", "content_mismatch", "recorded", "mismatch", "not_ours", "malformed"]
+#: What a file's check proves, strongest first; only the first three are a positive answer (exit 0).
+Verdict = Literal["known_release", "records_verified", "statistical", "copied", "unverified", "not_ours"]
+VERDICTS = {
+    "known_release": "the file is byte-identical to a recorded release (its SHA-256)",
+    "records_verified": "every row that carries a code of ours carries the tag that code gives its content",
+    "statistical": "the statistical watermark of one of our keys is detected (p below alpha); no code to check",
+    "copied": "code present but content not verified (copied?): rows carry a code of ours with a tag their "
+              "values do not give",
+    "unverified": "a recorded code is present but cannot be checked here (key not available, or ledger altered)",
+    "not_ours": "no code, digest or statistical mark of ours",
+}
 
 
 class CodeTrace(_Record):
     """One per-record code and what it traces to.
 
-    ``verified``: in the ledger, and recomputing the HMAC with the key of its
-    key id gives the code; ``recorded``: in the ledger, but that key is not
+    ``verified``: in the ledger, recomputing the HMAC with the key of its
+    key id gives the code, and every row carrying it carries the row tag of its
+    own content; ``content_mismatch``: the code verifies but some rows' tags do
+    not (``rows_verified`` of ``rows`` do): the code was copied onto other rows,
+    or the rows were edited; ``recorded``: in the ledger, but that key is not
     available here to re-check it; ``mismatch``: in the ledger, but the HMAC
     does not match (the ledger was altered); ``not_ours``: a well-formed code
     that no release of ours carries (a forgery or another issuer);
@@ -198,6 +212,7 @@ class CodeTrace(_Record):
     code: str
     status: CodeStatus
     rows: int = 0  # rows of the file that carry it
+    rows_verified: int | None = None  # of those, rows whose tag matches their content (None: not checked)
     where: Literal["_wm", "text", "argument"] = "argument"
     lineage: Lineage | None = None
 
@@ -215,10 +230,25 @@ class FileTrace(_Record):
     statistical: dict | None = None  # a DetectionResult dump, when the statistical test ran
     schema_used: str | None = None
     candidates: list[Lineage] = Field(default_factory=list)  # releases under the matched key (statistical)
+    verdict: Verdict = "not_ours"
     message: str = ""
 
     @property
     def traced(self) -> bool:
-        return any(c.status in ("verified", "recorded") for c in self.codes) or bool(
-            self.statistical and self.statistical.get("detected")
-        )
+        """A positive answer: a known release, verified records, or the statistical mark (exit 0)."""
+        return self.verdict in ("known_release", "records_verified", "statistical")
+
+    def decide(self) -> Verdict:
+        """The verdict from the evidence, strongest first; a copied code outweighs a statistical mark."""
+        statuses = {c.status for c in self.codes}
+        if self.file_matches_release:
+            return "known_release"
+        if "content_mismatch" in statuses:
+            return "copied"
+        if "verified" in statuses:
+            return "records_verified"
+        if self.statistical and self.statistical.get("detected"):
+            return "statistical"
+        if statuses & {"recorded", "mismatch"}:
+            return "unverified"
+        return "not_ours"

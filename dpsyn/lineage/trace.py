@@ -2,12 +2,17 @@
 
 Evidence, strongest first:
 
-1. the per-record code of the ``_wm`` column, re-verified with the key of its
-   key id (a code that no release of ours carries is reported as not ours);
-2. the same code after the invisible U+2063 separator of text cells, when
+0. the file's SHA-256 equal to a recorded release's (``known_release``);
+1. the per-record mark of the ``_wm`` column: its code re-verified with the key
+   of its key id, and each row's tag re-computed from the row's own values, so a
+   code pasted onto other rows is told apart (``copied``; a code that no release
+   of ours carries is reported as not ours);
+2. the same mark after the invisible U+2063 separator of text cells, when
    ``_wm`` was dropped;
 3. the statistical watermark, when no code is left: it names the key that
    marked the data (and so the releases made with that key), with a p-value.
+
+:attr:`FileTrace.verdict` says which held (``dpsyn.lineage.models.VERDICTS``).
 """
 
 from __future__ import annotations
@@ -27,10 +32,11 @@ from dpsyn.watermark import (
     WM_COLUMN,
     WatermarkKey,
     detect_statistical,
-    is_code,
     load_keys,
     record_code,
+    split_mark,
     text_codes,
+    verify_rows,
 )
 
 __all__ = ["read_any", "record_release", "trace_code", "trace_file", "verify_file"]
@@ -75,8 +81,10 @@ def _keys(keys: list[WatermarkKey] | None) -> list[WatermarkKey]:
 def trace_code(code: str, *, ledger: Ledger | None = None, keys: list[WatermarkKey] | None = None) -> CodeTrace:
     """What one per-record code traces to, re-verified with the key of its key id when that key is here."""
     code = str(code).strip()
-    if not is_code(code):
+    parts = split_mark(code)
+    if parts is None:
         return CodeTrace(code=code[:64], status="malformed")
+    code = parts[0]
     lin = (ledger or Ledger()).get(code)
     if lin is None:
         return CodeTrace(code=code, status="not_ours")
@@ -88,9 +96,8 @@ def trace_code(code: str, *, ledger: Ledger | None = None, keys: list[WatermarkK
     return CodeTrace(code=code, status="verified" if ok else "mismatch", lineage=lin)
 
 
-def _codes(df: pd.DataFrame, row: int | None) -> tuple[str, list[tuple[str, int]]]:
-    """Where codes were found ('_wm', 'text' or '') and each distinct code with its row count."""
-    frame = df.iloc[[row]] if row is not None else df
+def _marks(frame: pd.DataFrame) -> tuple[str, pd.Series]:
+    """Where marks were found ('_wm', 'text' or '') and each marked row's mark (index: the frame's rows)."""
     for where, series in ((WM_COLUMN, frame[WM_COLUMN] if WM_COLUMN in frame.columns else None),
                           ("text", text_codes(frame))):
         if series is None:
@@ -98,9 +105,19 @@ def _codes(df: pd.DataFrame, row: int | None) -> tuple[str, list[tuple[str, int]
         s = series.astype("string").str.strip().dropna()
         s = s[s != ""]
         if len(s):
-            counts = s.value_counts()
-            return where, [(str(c), int(n)) for c, n in counts.head(MAX_CODES).items()]
-    return "", []
+            return where, s
+    return "", pd.Series([], dtype="string")
+
+
+def _check_rows(trace: CodeTrace, frame: pd.DataFrame, tags: list[str | None], keys: list[WatermarkKey]) -> CodeTrace:
+    """A verified code's rows checked against their content: ``content_mismatch`` when any row's tag is not the
+    one its values give (a code pasted onto other rows, or edited rows)."""
+    if trace.status != "verified":
+        return trace
+    key = next(k for k in keys if k.key_id == trace.lineage.release.key_id)
+    ok = sum(verify_rows(key, trace.code, tags, frame))
+    return trace.model_copy(update={"rows_verified": ok,
+                                    "status": "verified" if ok == len(frame) else "content_mismatch"})
 
 
 def _schema_candidates(schema: str | TableSchema | None, ledger: Ledger, columns) -> list[tuple[str, TableSchema]]:
@@ -169,11 +186,16 @@ def trace_file(
         raise InputError(f"--row {row} is out of range: the file has {len(df)} data row(s) (rows count from 0)")
     sha = file_sha256(path)
     exact = ledger.by_sha256(sha)
-    where, found = _codes(df, row)
+    frame = df.iloc[[row]] if row is not None else df
+    where, marks = _marks(frame)
+    parts = marks.map(split_mark)
+    codes = pd.Series([p[0] if p else str(m)[:64] for p, m in zip(parts, marks, strict=True)], index=marks.index)
     traces = []
-    for code, n in found:
+    for code, n in codes.value_counts().head(MAX_CODES).items():
         t = trace_code(code, ledger=ledger, keys=keys)
-        traces.append(t.model_copy(update={"rows": n, "where": "_wm" if where == WM_COLUMN else "text"}))
+        idx = codes.index[codes == code]
+        t = _check_rows(t, frame.loc[idx], [parts[i][1] if parts[i] else None for i in idx], keys)
+        traces.append(t.model_copy(update={"rows": int(n), "where": "_wm" if where == WM_COLUMN else "text"}))
     ours = [t for t in traces if t.status in ("verified", "recorded")]
     stat, schema_used = None, None
     candidates: list[Lineage] = []
@@ -188,6 +210,7 @@ def trace_file(
         file_matches_release=exact[0].release.dataset.dataset_id if exact else None,
         codes=traces, statistical=stat, schema_used=schema_used, candidates=candidates,
     )
+    result = result.model_copy(update={"verdict": result.decide()})
     return result.model_copy(update={"message": _message(result)})
 
 
@@ -200,7 +223,11 @@ def _message(t: FileTrace) -> str:
     parts = []
     for c in t.codes[:5]:
         if c.status == "verified":
-            parts.append(f"code {c.code} verified with key {c.lineage.release.key_id}")
+            parts.append(f"code {c.code} verified with key {c.lineage.release.key_id}, with the content of its "
+                         f"{c.rows} row(s)")
+        elif c.status == "content_mismatch":
+            parts.append(f"code {c.code} is ours, but {c.rows - (c.rows_verified or 0)} of its {c.rows} row(s) do "
+                         "not carry the content it was issued with: code present but content not verified (copied?)")
         elif c.status == "recorded":
             parts.append(f"code {c.code} is recorded (key {c.lineage.release.key_id} not available to re-verify it)")
         elif c.status == "mismatch":

@@ -171,7 +171,7 @@ def watermark(config: SynthesizeConfig, ctx: RunContext, *, batch_id: str, key=N
         stat = {"strength": wm.strength, "grid": wm.grid, "categorical": wm.categorical,
                 "columns": sorted(rep.moved), "moved": sum(rep.moved.values())}
     text_cols = [c.name for c in schema.columns if c.kind == ColumnKind.text and c.name in synth.columns]
-    apply_watermark(synth, code, text_columns=text_cols).to_parquet(work / WorkDir.WATERMARKED, index=False)
+    apply_watermark(synth, code, key=key, text_columns=text_cols).to_parquet(work / WorkDir.WATERMARKED, index=False)
     _done("watermark")
     return {"code": code, "key_id": key.key_id, "timestamp": ts, "statistical": stat}
 

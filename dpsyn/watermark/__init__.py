@@ -2,10 +2,11 @@
 
 Two layers, both keyed with a :class:`WatermarkKey` (see ``keys``):
 
-* **Per-record codes** (``codes``): ``HMAC-SHA256(key, batch_id, run_id,
-  timestamp)[:16]`` in a ``_wm`` column and, where the table has text columns,
-  after an invisible U+2063 separator at the end of each text cell (the
-  visible text is unchanged). Nobody without the key can forge a code.
+* **Per-record marks** (``codes``): the release's code ``HMAC-SHA256(key, batch_id, run_id,
+  timestamp)[:16]`` and a row tag, an HMAC over the code and the row's published values, in a ``_wm`` column
+  and, where the table has text columns, after an invisible U+2063 separator at the end of each text cell (the
+  visible text is unchanged). Nobody without the key can forge a code, and a code copied onto other rows
+  does not verify.
 * **Statistical mark** (``statistical``): values nudged into keyed "green"
   cells of a public grid, within a bounded KS/TVD shift; detected by a
   binomial test from any fragment of the table, even without ``_wm``.
@@ -24,12 +25,16 @@ from dpsyn.watermark.codes import (
     WM_COLUMN,
     apply_watermark,
     batch_digest,
+    canonical_rows,
     encode_fields,
     is_code,
     record_code,
+    row_tags,
+    split_mark,
     strip_text_codes,
     text_codes,
     verify_code,
+    verify_rows,
 )
 from dpsyn.watermark.detection import ColumnScore, DetectionResult, KeyScore, detect_statistical, score_statistical
 from dpsyn.watermark.keys import KEY_ENV, KEYS_DIR_ENV, WatermarkKey, load_key, load_keys, new_key_file
@@ -58,6 +63,10 @@ __all__ = [
     "KeyScore",
     "WatermarkKey",
     "apply_watermark",
+    "canonical_rows",
+    "row_tags",
+    "split_mark",
+    "verify_rows",
     "cell_width",
     "detect_statistical",
     "embed_statistical",

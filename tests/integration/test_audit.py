@@ -38,7 +38,7 @@ def release_dir(tmp_path, adult_sample, adult_schema):
     code = record_code(key, batch_id=BATCH, run_id=RUN, timestamp=TS)
     out = tmp_path / "out"
     out.mkdir()
-    df = apply_watermark(embed_statistical(adult_sample, adult_schema, key, random_state=0), code)
+    df = apply_watermark(embed_statistical(adult_sample, adult_schema, key, random_state=0), code, key=key)
     df.to_csv(out / "synthetic.csv", index=False)
     manifest = {
         "mlflow_run_id": RUN, "schema": "adult", "synthesizer": "dpgen",
@@ -84,11 +84,48 @@ def test_a_forged_code_on_foreign_rows_exits_1(app, release_dir, tmp_path, adult
     _, url, _ = release_dir
     forger = WatermarkKey.from_secret(b"F" * 32)
     p = tmp_path / "forged.csv"
-    apply_watermark(adult_sample, record_code(forger, batch_id=BATCH, run_id=RUN, timestamp=TS)).to_csv(p, index=False)
+    apply_watermark(adult_sample, record_code(forger, batch_id=BATCH, run_id=RUN, timestamp=TS),
+                    key=forger).to_csv(p, index=False)
     res = CliRunner().invoke(app, ["audit", "verify", str(p), "--ledger", url])
     assert res.exit_code == 1 and "NOT DETECTED" in res.output and "not ours" in res.output
     res = CliRunner().invoke(app, ["audit", "trace", str(p), "--ledger", url, "--json"])
     assert res.exit_code == 1 and json.loads(res.output)["codes"][0]["status"] == "not_ours"
+
+
+def test_real_rows_with_a_copied_code_are_reported_copied_and_exit_1(app, release_dir, tmp_path, adult_sample):
+    """Issue 24, finding 1: a published mark pasted onto 1,000 real Adult rows made them "ours" (exit 0)."""
+    out, url, rel = release_dir
+    published = pd.read_csv(out / "synthetic.csv", dtype=str)
+    forged = adult_sample.sample(1000, random_state=3).reset_index(drop=True)
+    forged[WM_COLUMN] = published[WM_COLUMN].iloc[:1000].to_numpy()  # genuine marks, other rows
+    p = tmp_path / "forged.csv"
+    forged.to_csv(p, index=False)
+    for cmd in ("verify", "trace"):
+        res = CliRunner().invoke(app, ["audit", cmd, str(p), "--ledger", url])
+        assert res.exit_code == 1, res.output
+        assert "copied" in res.output and "content not verified" in res.output
+    data = json.loads(CliRunner().invoke(app, ["audit", "verify", str(p), "--ledger", url, "--json"]).output)
+    assert data["verdict"] == "copied" and not data["detected"] and data["codes"] == {rel.code: "content_mismatch"}
+    assert data["rows_verified"][rel.code] < 10  # only rows that happen to equal a published row could verify
+
+
+def test_a_genuine_file_verifies_by_digest_and_a_fragment_by_its_records(app, release_dir, tmp_path):
+    out, url, _ = release_dir
+    res = CliRunner().invoke(app, ["audit", "verify", str(out / "synthetic.csv"), "--ledger", url, "--json"])
+    assert res.exit_code == 0 and json.loads(res.output)["verdict"] == "known_release"
+    frag = pd.read_csv(out / "synthetic.csv").sample(200, random_state=2)
+    frag = frag[list(reversed(frag.columns))]  # reordered columns, and Parquet instead of CSV
+    p = tmp_path / "frag.parquet"
+    frag.to_parquet(p, index=False)
+    res = CliRunner().invoke(app, ["audit", "verify", str(p), "--ledger", url, "--json"])
+    data = json.loads(res.output)
+    assert res.exit_code == 0 and data["verdict"] == "records_verified", data
+    # one edited value: that row no longer verifies, and the file is not certified
+    frag.iloc[5, frag.columns.get_loc("age")] = int(frag["age"].iloc[5]) + 1
+    frag.to_parquet(p, index=False)
+    res = CliRunner().invoke(app, ["audit", "verify", str(p), "--ledger", url, "--json"])
+    data = json.loads(res.output)
+    assert res.exit_code == 1 and data["verdict"] == "copied" and list(data["rows_verified"].values()) == [199]
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ def published(tmp_path, ledger, marked_adult):
     m = manifest()
     path = tmp_path / "out" / "synthetic.csv"
     path.parent.mkdir()
-    apply_watermark(marked_adult, m["watermark"]["code"]).to_csv(path, index=False)
+    apply_watermark(marked_adult, m["watermark"]["code"], key=KEY).to_csv(path, index=False)
     rel = Release.from_manifest(m, dataset_sha256=file_sha256(path), path=path, rows=len(marked_adult),
                                 validation=VALIDATION, validation_path=path.parent / "validation_report.json")
     ledger.record(rel)

@@ -43,13 +43,13 @@ def test_a_forged_code_is_not_ours(published, ledger, marked_adult, tmp_path, ad
 
     forged = record_code(FORGER, batch_id=BATCH, run_id=RUN, timestamp=TS)  # right inputs, wrong key
     p = tmp_path / "forged.csv"
-    apply_watermark(adult_sample, forged).to_csv(p, index=False)  # unmarked rows, forged code
+    apply_watermark(adult_sample, forged, key=FORGER).to_csv(p, index=False)  # unmarked rows, forged code
     t = trace_file(p, ledger=ledger, keys=[KEY])
     assert [c.status for c in t.codes] == ["not_ours"] and not t.traced
     assert "not ours" in t.message
     # our rows under a forged code: the code is still not ours, the statistics say the data is
     p2 = tmp_path / "relabelled.csv"
-    apply_watermark(marked_adult, forged).to_csv(p2, index=False)
+    apply_watermark(marked_adult, forged, key=FORGER).to_csv(p2, index=False)
     v = verify_file(p2, ledger=ledger, keys=[KEY])
     assert v.codes[0].status == "not_ours" and v.statistical["detected"] and v.statistical["key_id"] == KEY.key_id
 
@@ -59,12 +59,20 @@ def test_without_wm_the_text_mark_traces(published, ledger, tmp_path):
 
     path, rel = published
     df = pd.read_csv(path).drop(columns=[WM_COLUMN]).head(50)
-    df["note"] = [f"visit {i}{INVISIBLE_SEP}{rel.code}" for i in range(len(df))]
+    df["note"] = [f"visit {i}" for i in range(len(df))]
+    marked = apply_watermark(df, rel.code, key=KEY, text_columns=["note"]).drop(columns=[WM_COLUMN])
+    assert marked["note"].str.contains(INVISIBLE_SEP).all()
     p = tmp_path / "notes.parquet"
-    df.to_parquet(p, index=False)
+    marked.to_parquet(p, index=False)
     t = trace_file(p, ledger=ledger, keys=[KEY])
     assert t.method == "text_mark" and t.codes[0].where == "text" and t.codes[0].status == "verified"
-    assert t.file_matches_release is None
+    assert t.file_matches_release is None and t.verdict == "records_verified" and t.codes[0].rows_verified == 50
+    # the same mark pasted onto other notes: the code is ours, the content is not
+    pasted = marked.assign(note=[f"other {i}{INVISIBLE_SEP}{m.rsplit(INVISIBLE_SEP, 1)[1]}"
+                                 for i, m in enumerate(marked["note"])])
+    pasted.to_parquet(p, index=False)
+    t = trace_file(p, ledger=ledger, keys=[KEY])
+    assert t.verdict == "copied" and t.codes[0].status == "content_mismatch" and t.codes[0].rows_verified == 0
 
 
 def test_without_any_code_the_statistics_find_the_key(published, ledger, tmp_path):

@@ -76,25 +76,25 @@ def test_apply_watermark_marks_every_record_invisibly():
     )
     before = df.copy(deep=True)
     code = record_code(KEY_A, **IDS)
-    out = apply_watermark(df, code, text_columns=["note", "summary", "not_a_column"])
+    out = apply_watermark(df, code, key=KEY_A, text_columns=["note", "summary", "not_a_column"])
 
     pd.testing.assert_frame_equal(df, before)  # the input is not modified
     assert WM_COLUMN not in df.columns
     assert list(out.columns) == ["note", "summary", "age", WM_COLUMN]
-    assert (out[WM_COLUMN] == code).all()
+    assert out[WM_COLUMN].str.fullmatch(code + "-[0-9a-f]{16}").all() and out[WM_COLUMN].nunique() == 3
     pd.testing.assert_series_equal(out["age"], df["age"])
     for col in ("note", "summary"):
         visible = [t.split(INVISIBLE_SEP)[0] for t in out[col]]
         assert visible == [("" if pd.isna(v) else v) for v in df[col]]
-        assert all(t.endswith(INVISIBLE_SEP + code) for t in out[col])
+        assert all(t.endswith(INVISIBLE_SEP + m) for t, m in zip(out[col], out[WM_COLUMN], strict=True))
         assert all(t.count(INVISIBLE_SEP) == 1 for t in out[col])
 
 
 def test_apply_watermark_without_text_columns_only_adds_wm():
     df = pd.DataFrame({"x": [1, 2]})
-    out = apply_watermark(df, "0123456789abcdef")
+    out = apply_watermark(df, "0123456789abcdef", key=KEY_A)
     assert out["x"].tolist() == [1, 2]
-    assert out[WM_COLUMN].tolist() == ["0123456789abcdef"] * 2
+    assert out[WM_COLUMN].str.startswith("0123456789abcdef-").all()
 
 
 # -- keys ---------------------------------------------------------------------------------
@@ -214,10 +214,11 @@ def test_is_code(text, ok):
 
 def test_text_codes_reads_the_invisible_suffix():
     code = record_code(KEY_A, **IDS)
-    df = apply_watermark(pd.DataFrame({"note": ["fine", None], "n": [1, 2]}), code, text_columns=["note"])
+    df = apply_watermark(pd.DataFrame({"note": ["fine", None], "n": [1, 2]}), code, key=KEY_A, text_columns=["note"])
+    marks = df[WM_COLUMN].tolist()
     df = df.drop(columns=[WM_COLUMN])
     df.loc[2] = ["no mark here", 3]
-    assert text_codes(df).tolist()[:2] == [code, code]
+    assert text_codes(df).tolist()[:2] == marks
     assert pd.isna(text_codes(df).iloc[2])
 
 
@@ -226,9 +227,10 @@ def test_strip_text_codes_restores_the_visible_text():
 
     code = record_code(KEY_A, **IDS)
     raw = pd.DataFrame({"note": ["fine\u2063not-a-code", "ok"], "n": [1, 2]})
-    marked = apply_watermark(raw, code, text_columns=["note"]).drop(columns=[WM_COLUMN])
+    full = apply_watermark(raw, code, key=KEY_A, text_columns=["note"])
+    marked = full.drop(columns=[WM_COLUMN])
     out = strip_text_codes(marked)
     assert out["note"].tolist() == ["fine\u2063not-a-code", "ok"]  # only a trailing U+2063 + code goes
     assert out["n"].tolist() == [1, 2]
     assert text_codes(out).isna().all()
-    assert text_codes(marked).tolist() == [code, code]  # the input is not modified
+    assert text_codes(marked).tolist() == full[WM_COLUMN].tolist()  # the input is not modified

@@ -142,7 +142,7 @@ def test_detects_the_intact_table(marked, adult_schema):
 
 def test_wm_dropped_half_the_rows_deleted_500_rows(marked, adult_schema):
     """The issue's bar: without `_wm`, half of 500 rows deleted, p < 1e-6 every time."""
-    df = apply_watermark(marked[0], "0123456789abcdef")
+    df = apply_watermark(marked[0], "0123456789abcdef", key=KEY)
     rng = np.random.default_rng(7)
     for _ in range(10):
         part = df.sample(500, random_state=int(rng.integers(1 << 31))).drop(columns=[WM_COLUMN])
