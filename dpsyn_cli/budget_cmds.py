@@ -3,8 +3,9 @@
 ``dpsyn budget show [--population P] [--ledger URL] [--json]`` prints each
 population's cap, spent, reserved and remaining ε (and δ) and the runs behind
 them; ``dpsyn budget set-cap --population P --epsilon E [--delta D]`` sets a
-population's lifetime cap (the only way to raise one). Exit codes: 0 = ok;
-2 = bad input (bad ledger URL or file, bad number).
+population's lifetime cap (the only way to raise one); ``dpsyn budget close RUN`` settles the open
+reservation of a run whose process is gone (``show`` marks it DEAD) at its full reservation. Exit codes:
+0 = ok; 2 = bad input (bad ledger URL or file, bad number, a run still running or unknown).
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def _when(iso: str) -> str:
     return iso.replace("T", " ").removesuffix("+00:00")
 
 
+def _owner(r) -> str:
+    """Who holds an open reservation: running, DEAD (its process is gone: close it), or unknown (other host)."""
+    if r.owner_state is None:
+        return f"closed by {r.closed_by}" if r.closed_by else "-"
+    where = f"pid {r.owner_pid}" + (f" on {r.owner_host}" if r.owner_host else "") if r.owner_pid else "not recorded"
+    if r.owner_state == "dead":
+        return f"DEAD ({where}; dpsyn budget close {r.run_id})"
+    if r.owner_state == "unknown":
+        beat = f", heartbeat {_when(r.heartbeat_at)}" if r.heartbeat_at else ""
+        return f"unknown ({where}{beat})"
+    return f"running ({where})"
+
+
 def _print_text(ledger, pops) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -68,14 +82,14 @@ def _print_text(ledger, pops) -> None:
             continue
         runs = Table(title=escape(f"runs of {p.population} (reserved → spent)"), title_justify="left")
         runs.add_column("run id", overflow="fold")
-        for col in ("purpose", "state", "data read"):
+        for col in ("purpose", "state", "owner", "data read"):
             runs.add_column(col)
         runs.add_column("ε", justify="right")
         runs.add_column("δ", justify="right")
         runs.add_column("updated (UTC)", no_wrap=True)
         runs.add_column("note", overflow="fold")
         for r in p.runs:
-            runs.add_row(Text(r.run_id), Text(r.purpose), r.state, "yes" if r.data_read else "no",
+            runs.add_row(Text(r.run_id), Text(r.purpose), r.state, _owner(r), "yes" if r.data_read else "no",
                          _pair(r.reserved_epsilon, r.spent_epsilon, ".4g"), _pair(r.reserved_delta, r.spent_delta, "g"),
                          _when(r.updated_at), Text(r.note))
         console.print(runs)
@@ -151,5 +165,35 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"population {p.population}: cap ε={_cap(p.cap_epsilon)}, δ={_cap(p.cap_delta)}; "
                        f"spent ε={p.spent_epsilon:.4g}, reserved ε={p.reserved_epsilon:.4g}, "
                        f"remaining ε={_num(p.remaining_epsilon)}")
+
+    @budget.command("close")
+    def close(
+        run_id: Annotated[str, typer.Argument(help="The run whose reservation to settle (see dpsyn budget show).")],
+        by: Annotated[str | None, typer.Option("--by", help="Who closes it (default: user@host).")] = None,
+        force: Annotated[bool, typer.Option("--force", help="Close even if its pid is alive on this host (a reused "
+                                                            "pid, or a run on another host known to be gone).")] = False,
+        ledger: LedgerOpt = None,
+        as_json: JsonOpt = False,
+        verbose: VerboseOpt = False,
+    ) -> None:
+        """Settle the open reservation of a run that will never finish (killed): charged at its full reservation."""
+
+        set_env_defaults(verbose)
+
+        def go():
+            import getpass
+            import socket
+
+            from dpsyn.privacy.budget import BudgetLedger
+
+            led = BudgetLedger(ledger)
+            return led.close(run_id, by=by or f"{getpass.getuser()}@{socket.gethostname()}", force=force)
+
+        r = handle(go, as_json=as_json, verbose=verbose)
+        if as_json:
+            typer.echo(json.dumps(r.model_dump(mode="json")))
+        else:
+            typer.echo(f"run {r.run_id}: closed by {r.closed_by}; charged ε={r.charged_epsilon:.4g}, "
+                       f"δ={r.charged_delta:g} of population {r.population} (its full reservation)")
 
     app.add_typer(budget, name="budget")

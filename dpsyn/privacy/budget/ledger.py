@@ -26,6 +26,11 @@ the call returns)::
     mark_read(run)       just before the run first reads private data
     commit(run, ε', δ')  the actual spend, ε' ≤ ε and δ' ≤ δ; the rest is freed
     release(run)         drop the reservation; only if mark_read was never called
+    close(run, by=…)     a run whose process is gone (SIGKILL): committed at its full reservation, recorded
+                         with who closed it; refused while the owner pid is alive on this host
+
+Each reservation records its owner (pid, host) and a heartbeat (reserve, mark_read, ``heartbeat``), so
+``dpsyn budget show`` tells a dead run (same host, pid gone) from a running one.
 
 What counts against the cap::
 
@@ -56,8 +61,11 @@ value.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
+import socket
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,7 +116,11 @@ _SCHEMA = [
         read_at          TEXT,
         note             TEXT NOT NULL DEFAULT '',
         created_at       TEXT NOT NULL,
-        updated_at       TEXT NOT NULL
+        updated_at       TEXT NOT NULL,
+        owner_pid        INTEGER,
+        owner_host       TEXT,
+        heartbeat_at     TEXT,
+        closed_by        TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS reservations_by_population ON reservations(population, state)",
     """CREATE TABLE IF NOT EXISTS accesses (
@@ -119,6 +131,20 @@ _SCHEMA = [
         created_at  TEXT NOT NULL
     )""",
 ]
+
+#: columns added after version 1 (an older ledger gains them on its next write)
+_ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "heartbeat_at": "TEXT", "closed_by": "TEXT"}
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    have = {r["name"] for r in db.execute("PRAGMA table_info(reservations)")}
+    for column, kind in _ADDED_COLUMNS.items():
+        if column not in have:
+            db.execute(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
+
+
+def _owner() -> tuple[int, str]:
+    return os.getpid(), socket.gethostname()
 
 
 def budget_path(url: str | Path | None = None) -> Path:
@@ -188,10 +214,15 @@ class BudgetLedger:
     def __repr__(self) -> str:
         return f"BudgetLedger({str(self.path)!r})"
 
+    @contextlib.contextmanager
     def _connect(self, *, write: bool):
-        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (dpsyn.sqlite)."""
-        return connect(self.path, write=write, schema=_SCHEMA, required_table="reservations", what="budget ledger",
-                       version=("budget_version", str(BUDGET_VERSION)))
+        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (dpsyn.sqlite), an older ledger
+        migrated first."""
+        with connect(self.path, write=write, schema=_SCHEMA, required_table="reservations", what="budget ledger",
+                     version=("budget_version", str(BUDGET_VERSION))) as db:
+            if write:
+                _migrate(db)
+            yield db
 
     # -- writes -----------------------------------------------------------------------------
     def set_cap(self, population: str, *, epsilon: float | None, delta: float | None = None) -> None:
@@ -259,14 +290,16 @@ class BudgetLedger:
             if cap_d is not None and _exceeds(spent_d + reserved_d + delta, cap_d):
                 raise PrivacyBudgetExceededError(_over_cap(
                     population, "δ", delta, cap_d, spent_d, reserved_d, run_id))
+            pid, host = _owner()
             if old is not None:  # a released reservation, opened again
                 db.execute("UPDATE reservations SET state = 'reserved', read_at = NULL, spent_epsilon = NULL, "
-                           "spent_delta = NULL, purpose = ?, note = ?, updated_at = ? WHERE run_id = ?",
-                           (purpose, note, now, run_id))
+                           "spent_delta = NULL, purpose = ?, note = ?, updated_at = ?, owner_pid = ?, owner_host = ?, "
+                           "heartbeat_at = ? WHERE run_id = ?", (purpose, note, now, pid, host, now, run_id))
             else:
                 db.execute("INSERT INTO reservations(run_id, population, purpose, state, reserved_epsilon, "
-                           "reserved_delta, note, created_at, updated_at) VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?)",
-                           (run_id, population, purpose, float(epsilon), float(delta), note, now, now))
+                           "reserved_delta, note, created_at, updated_at, owner_pid, owner_host, heartbeat_at) "
+                           "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (run_id, population, purpose, float(epsilon), float(delta), note, now, now, pid, host, now))
             row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
         logger.info("budget: run %s reserved ε=%g δ=%g of population %s", run_id, epsilon, delta, population)
         return _reservation(row)
@@ -304,7 +337,44 @@ class BudgetLedger:
                 raise LedgerConflictError(
                     f"run {run_id}'s budget reservation was released; reserve again before reading data")
             if row["read_at"] is None:
-                db.execute("UPDATE reservations SET read_at = ?, updated_at = ? WHERE run_id = ?", (now, now, run_id))
+                db.execute("UPDATE reservations SET read_at = ?, updated_at = ?, heartbeat_at = ? WHERE run_id = ?",
+                           (now, now, now, run_id))
+
+    def heartbeat(self, run_id: str) -> None:
+        """Record that ``run_id``'s process is alive (shown by ``dpsyn budget show`` for runs on other hosts)."""
+        now = _now()
+        with self._connect(write=True) as db:
+            self._row(db, run_id)
+            db.execute("UPDATE reservations SET heartbeat_at = ? WHERE run_id = ? AND state = 'reserved'",
+                       (now, run_id))
+
+    def close(self, run_id: str, *, by: str, force: bool = False) -> Reservation:
+        """Settle an open reservation whose run will never finish (its process was killed): committed at its full
+        reserved ε and δ (what it may have spent; a crash never under-counts), recorded with ``by``.
+
+        Refused while the owner process is alive on this host (``force`` overrides: for a run known to be gone
+        whose pid was reused, or one on another host). Closing a closed (committed) run again is a no-op."""
+        _check_name(by, "closed by")
+        now = _now()
+        with self._connect(write=True) as db:
+            row = self._row(db, run_id)
+            r = _reservation(row)
+            if row["state"] == "committed":
+                return r
+            if row["state"] == "released":
+                raise LedgerConflictError(f"run {run_id}'s reservation was released: nothing is charged, nothing to "
+                                          "close")
+            if r.owner_state == "running" and not force:
+                raise LedgerConflictError(
+                    f"run {run_id} is still running (pid {r.owner_pid} on this host); let it finish, or stop it first "
+                    "(dpsyn budget close --force settles it anyway)")
+            db.execute("UPDATE reservations SET state = 'committed', spent_epsilon = reserved_epsilon, "
+                       "spent_delta = reserved_delta, closed_by = ?, note = ?, updated_at = ? WHERE run_id = ?",
+                       (by, (row["note"] + "; " if row["note"] else "") + f"closed by {by} at its full reservation",
+                        now, run_id))
+            row = self._row(db, run_id)
+        logger.info("budget: run %s closed by %s at its full reservation", run_id, by)
+        return _reservation(row)
 
     def commit(self, run_id: str, *, epsilon: float, delta: float = 0.0, note: str | None = None) -> Reservation:
         """Record what ``run_id`` actually spent (at most what it reserved); the rest of its reservation is freed.
@@ -421,5 +491,6 @@ def _over_cap(population: str, symbol: str, asked: float, cap: float, spent: flo
     return (f"privacy budget of population '{population}' exceeded: run {run_id} asks for {symbol}={asked:g}, "
             f"but the lifetime cap is {symbol}={cap:g}, with {spent:g} spent and {reserved:g} reserved by open runs, "
             f"so {max(remaining, 0.0):g} remains. Raise the cap (dpsyn budget set-cap --population {population} "
-            f"...) if the data owner allows it, wait for open runs to commit or release, or use a smaller "
-            f"{symbol}")
+            f"...) if the data owner allows it, wait for open runs to commit or release (a run whose process is "
+            f"gone never will: dpsyn budget show marks it dead, dpsyn budget close RUN settles it), or use a "
+            f"smaller {symbol}")

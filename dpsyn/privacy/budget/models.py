@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -28,6 +30,28 @@ class Reservation(BaseModel):
     note: str = ""
     created_at: str
     updated_at: str
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    heartbeat_at: str | None = None
+    closed_by: str | None = None
+
+    @computed_field
+    @property
+    def owner_state(self) -> Literal["running", "dead", "unknown"] | None:
+        """For an open reservation: ``running`` (its pid is alive on this host), ``dead`` (this host, pid gone: the
+        run will never commit; ``dpsyn budget close`` settles it), ``unknown`` (another host, or no owner
+        recorded: see ``heartbeat_at``). None once committed or released."""
+        if self.state != "reserved":
+            return None
+        if self.owner_pid is None or self.owner_host != socket.gethostname():
+            return "unknown"
+        try:
+            os.kill(self.owner_pid, 0)
+        except ProcessLookupError:
+            return "dead"
+        except PermissionError:  # alive, owned by another user
+            return "running"
+        return "running"
 
     @computed_field
     @property

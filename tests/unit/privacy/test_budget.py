@@ -311,6 +311,63 @@ def test_a_run_killed_while_training_stays_charged(url):
     assert ledger.reserve("adult", "next", epsilon=2.5).state == "reserved"
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_killed_run_shows_dead_and_close_settles_it_in_full(url, cli):
+    """Issue 24, finding 5: a SIGKILLed run looked reserved like a running one, and no command resolved it."""
+    p = subprocess.Popen([sys.executable, "-c", _TRAIN, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=_child_env())
+    try:
+        assert p.stdout.readline().strip() == "training", p.stderr.read()
+        ledger = BudgetLedger(url)
+        r = ledger.get("killed-run")
+        assert (r.owner_pid, r.owner_state) == (p.pid, "running") and r.heartbeat_at is not None
+        with pytest.raises(LedgerConflictError, match="still running"):
+            ledger.close("killed-run", by="auditor")
+        os.kill(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert ledger.get("killed-run").owner_state == "dead"
+    res = cli("show", "--ledger", url)
+    assert "DEAD" in res.stdout and "dpsyn budget close killed-run" in res.stdout, res.stdout
+    with pytest.raises(PrivacyBudgetExceededError, match="budget close"):
+        ledger.reserve("adult", "next", epsilon=3.0)
+    res = cli("close", "killed-run", "--by", "auditor@site", "--ledger", url, "--json")
+    assert res.exit_code == 0, res.output
+    closed = json.loads(res.stdout)
+    assert closed["state"] == "committed" and closed["spent_epsilon"] == 1.5 and closed["closed_by"] == "auditor@site"
+    assert closed["owner_state"] is None and "closed by auditor@site" in closed["note"]
+    [pop] = ledger.status("adult")
+    assert (pop.spent_epsilon, pop.reserved_epsilon, pop.remaining_epsilon) == (1.5, 0.0, 2.5)
+    assert cli("close", "killed-run", "--ledger", url).exit_code == 0  # again: a no-op
+    assert cli("close", "no-such-run", "--ledger", url).exit_code == 2
+
+
+def test_an_older_ledger_gains_the_owner_columns(url):
+    path = Path(url.removeprefix("sqlite:///"))
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE populations (population TEXT PRIMARY KEY, cap_epsilon REAL, cap_delta REAL,
+                                  created_at TEXT NOT NULL, cap_set_at TEXT);
+        CREATE TABLE reservations (run_id TEXT PRIMARY KEY, population TEXT NOT NULL, purpose TEXT NOT NULL,
+            state TEXT NOT NULL, reserved_epsilon REAL NOT NULL, reserved_delta REAL NOT NULL, spent_epsilon REAL,
+            spent_delta REAL, read_at TEXT, note TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL);
+        INSERT INTO populations VALUES ('adult', NULL, NULL, '2026-01-01', NULL);
+        INSERT INTO reservations VALUES ('old', 'adult', 'synthesize', 'reserved', 1.0, 0.0, NULL, NULL, NULL, '',
+                                         '2026-01-01', '2026-01-01');
+    """)
+    db.close()
+    ledger = BudgetLedger(url)
+    assert ledger.get("old").owner_state == "unknown"  # read as is: no owner recorded
+    ledger.reserve("adult", "new", epsilon=0.5)
+    assert ledger.get("new").owner_pid == os.getpid()
+    assert ledger.close("old", by="owner").charged_epsilon == 1.0
+
+
 # -- CLI -----------------------------------------------------------------------------------------
 @pytest.fixture
 def cli():
