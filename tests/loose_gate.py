@@ -2,4 +2,4 @@
 
 LOOSE = {"ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0, "max_auc_drop": 1.0,
          "target_tvd_threshold": 1.0, "target_pair_threshold": 1.0, "tail_threshold": 1.0, "constant_threshold": 1.0,
-         "utility_margin": 0.45, "verdict_resolution": 1.0}
+         "utility_margin": 0.45, "verdict_resolution": 1.0, "target_signal_alpha": None}

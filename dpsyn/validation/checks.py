@@ -26,7 +26,8 @@ import pandas as pd
 from dpsyn.schema import ColumnKind, TableSchema
 from dpsyn.validation.config import ValidationConfig
 
-__all__ = ["Stat", "constant_checks", "excess_statistic", "hard_rule_results", "one_way_checks", "tail_checks"]
+__all__ = ["Stat", "constant_checks", "excess_statistic", "hard_rule_results", "one_way_checks", "tail_checks",
+           "target_signal"]
 
 
 @dataclass
@@ -147,3 +148,41 @@ def hard_rule_results(synth: pd.DataFrame, rules, schema: TableSchema) -> list[t
         return []
     counts = rule_counts(synth, hard, schema)
     return [(check, v / max(len(synth), 1), hard.hard_tolerance) for check, (v, _) in counts.items()]
+
+
+def target_signal(synth: pd.DataFrame, schema: TableSchema, config: ValidationConfig) -> float | None:
+    """Permutation p-value of "the synthetic target is independent of the other columns", on the synthetic table
+    alone (no ε): the statistic is the mean over columns of TVD(joint with the target, product of the marginals)
+    over the public encoding; the target is permuted ``target_signal_permutations`` times with a fixed seed (the
+    table is public, so the test is deterministic). None when there is nothing to test."""
+    from dpsyn.encoding import DiscreteEncoder
+
+    t = schema.target
+    if config.target_signal_alpha is None or t is None or t not in synth.columns or len(synth) < 2:
+        return None
+    names = [c.name for c in schema.synthesizable_columns() if c.name in synth.columns]
+    if len(names) < 2:
+        return None
+    rng = np.random.default_rng(0)
+    df = synth if len(synth) <= config.target_signal_rows else synth.iloc[
+        np.sort(rng.choice(len(synth), config.target_signal_rows, replace=False))]
+    enc = DiscreteEncoder(schema, columns=names)
+    x = enc.encode(df[enc.names]).astype(np.int64)
+    j = enc.names.index(t)
+    kt, n = enc.sizes[j], len(df)
+    y = x[:, j]
+    feats = [i for i in range(len(enc.names)) if i != j]
+    offsets = np.cumsum([0] + [enc.sizes[i] * kt for i in feats])
+    base = np.stack([x[:, i] * kt + offsets[k] for k, i in enumerate(feats)], axis=1)  # cell of (f, target) - y
+    size = int(offsets[-1])
+    py = np.bincount(y, minlength=kt) / n
+    indep = np.concatenate([np.outer(np.bincount(x[:, i], minlength=enc.sizes[i]) / n, py).ravel() for i in feats])
+
+    def stat(labels: np.ndarray) -> float:
+        joint = np.bincount((base + labels[:, None]).ravel(), minlength=size) / n
+        return float(0.5 * np.abs(joint - indep).sum() / len(feats))
+
+    observed = stat(y)
+    k = config.target_signal_permutations
+    at_least = sum(stat(y[rng.permutation(n)]) >= observed - 1e-12 for _ in range(k))
+    return (1 + at_least) / (k + 1)

@@ -89,6 +89,16 @@ class ValidationConfig(BaseModel):
         default=0.02, gt=0, le=1,
         description="Max share of real rows outside a near-constant synthetic column's cell (the worst column "
         "is released): a column the real rows spread over must not come out constant.")
+    target_signal_alpha: float | None = Field(
+        default=0.01, gt=0, lt=1,
+        description="The synthetic target must be associated with the other columns: a permutation test on the "
+        "synthetic table alone (no ε; the mean over columns of the TVD between their joint with the target and "
+        "the product of the two marginals) must reject independence at this level. A target shuffled against "
+        "the rest, or constant, fails it (one that the real side is too noisy to tell, e.g. diabetes130's at "
+        "2,000 rows). None turns it off (a target that is truly unrelated to every column).")
+    target_signal_permutations: int = Field(default=199, ge=19, description="Permutations of that test.")
+    target_signal_rows: int = Field(
+        default=20_000, ge=100, description="That test reads at most this many synthetic rows (a fixed subset).")
     max_noise_ratio: float = Field(
         default=1.0, gt=0,
         description="A check is informative when its noise margin (z × noise std) is at most this × its threshold; "

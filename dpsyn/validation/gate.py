@@ -37,6 +37,7 @@ from dpsyn.validation.checks import (
     hard_rule_results,
     one_way_checks,
     tail_checks,
+    target_signal,
 )
 from dpsyn.validation.config import ValidationConfig
 from dpsyn.validation.fidelity import (
@@ -226,6 +227,12 @@ def validate(
         report.checks.append(CheckResult(name=check, column=check.removeprefix("rule:"), statistic="hard_rule",
                                          value=share, threshold=tol, limit=tol, noise_std=0.0, primary=True,
                                          status="passed" if share <= tol else "failed"))
+    p_signal = target_signal(synth, schema, config)
+    if p_signal is not None:
+        report.checks.append(CheckResult(
+            name="target:signal", column=schema.target, statistic="target_signal_p", value=p_signal,
+            threshold=config.target_signal_alpha, limit=config.target_signal_alpha, noise_std=0.0, primary=True,
+            status="passed" if p_signal <= config.target_signal_alpha else "failed"))
     report.verdict = _verdict(report, config)
     logger.info("validation: %s (%d checks: %d failed, %d uninformative; primary noise std %.4f)", report.verdict,
                 len(report.checks), len(report.failures()), len(report.uninformative()), report.noise_std)

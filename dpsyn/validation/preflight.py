@@ -39,16 +39,23 @@ def forecast(config: ValidationConfig, *, epsilon: float, delta: float, rows: in
     need = config.max_noise_ratio * config.verdict_resolution
     min_rows = math.ceil((z * sigma * math.sqrt(sum_w2) / config.primary_weight / need + z_count * sigma_count + 1)
                          / _train_share(config, has_target))
-    return {"noise_std": std, "informative": n_low > 0 and z * std <= need, "min_rows": min_rows}
+    # without a gate that can judge, the run still needs a noisy count whose lower bound is ≥ 1 (every sensitivity)
+    min_rows_count = math.ceil((z_count * sigma_count + 2) / _train_share(config, has_target))
+    return {"noise_std": std, "informative": n_low > 0 and z * std <= need, "min_rows": min_rows,
+            "countable": n_low >= 1, "min_rows_count": min_rows_count}
 
 
 def require_informative(config: ValidationConfig, *, epsilon: float, delta: float, rows: int, has_target: bool,
                         count_share: float = 0.1) -> None:
     """Raise :class:`InputError` (exit 2) when the gate could not judge ``rows`` rows at ``epsilon``, naming the
     rows it needs at this ε and the ε it needs for these rows; nothing else is done (no ε is spent)."""
-    if config.allow_uninformative:
-        return
     f = forecast(config, epsilon=epsilon, delta=delta, rows=rows, has_target=has_target, count_share=count_share)
+    if config.allow_uninformative:
+        if not f["countable"]:  # too small for any run at this ε, whatever the gate may do
+            raise InputError(f"the table is too small for a run at ε = {epsilon:g}: the noisy row count cannot bound "
+                             f"the mechanisms' sensitivity below {f['min_rows_count']:,} rows at this ε; use more rows "
+                             "or a larger ε; nothing was spent")
+        return
     if f["informative"]:
         return
     lo, hi = epsilon, epsilon
