@@ -51,6 +51,43 @@ def set_env_defaults(verbose: bool = False) -> None:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+    sweep_stopped()
+
+
+class _LazyTracker:
+    """The MLflow tracker, imported only if a stopped run has a record to close."""
+
+    def log_privacy(self, run_id: str, privacy) -> None:
+        from tasks.tracking import TRACKER
+
+        TRACKER.log_privacy(run_id, privacy)
+
+    def end(self, run_id: str, status: str) -> None:
+        from tasks.tracking import TRACKER
+
+        TRACKER.end(run_id, status)
+
+
+def sweep_stopped() -> list[str]:
+    """Every command first closes runs whose process was killed and removes the private folders they left
+    (dpsyn.pipeline.lifecycle.sweep); a note on stderr names them. Never fails the command."""
+    from dpsyn.home import work_root
+
+    root = work_root()
+    if not root.is_dir() or not any(root.iterdir()):
+        return []
+    try:
+        from dpsyn.pipeline.lifecycle import sweep
+
+        closed = sweep(_LazyTracker())
+    except Exception as e:  # the sweep must never stop the command; the next one tries again
+        typer.echo(f"note: could not close runs stopped earlier ({type(e).__name__})", err=True)
+        return []
+    if closed:
+        typer.echo(f"note: cleaned up {len(closed)} run(s) whose process was killed: {', '.join(closed)}; their "
+                   "budget reservations stay charged in full until closed (dpsyn budget show, dpsyn budget close)",
+                   err=True)
+    return closed
 
 
 def fail(message: str, code: int, *, as_json: bool) -> typer.Exit:

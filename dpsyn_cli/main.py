@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -200,7 +199,9 @@ def demo(
         dest = Path(out).absolute()
         # Replace the output only if it is an earlier dpsyn output (it has our manifest).
         overwrite = dest.is_dir() and (dest / "manifest.json").is_file()
-        with tempfile.TemporaryDirectory(prefix="dpsyn-demo-input-") as tmp:
+        from dpsyn.home import scratch_dir
+
+        with scratch_dir("demo-input") as tmp:  # raw fake identifiers: private, swept if the process is killed
             inp = build_demo_input(Path(tmp), n_rows=rows)
             if not as_json:
                 typer.echo(

@@ -24,6 +24,7 @@ from tasks import tracking as mlf
 @flow(name="monitor-drift", log_prints=False, persist_result=False, validate_parameters=True, **HOOKS)
 def monitor_drift(config: DriftMonitorConfig) -> dict:
     """Compare the newest batch with the champion's training batch; retrain on drift within the budget."""
+    stages.sweep_stopped(config.synthesize)  # runs killed earlier: closed, their folders removed
     reference = drift_tasks.champion_batch(config)
     if reference is None:
         return {"drifted": None, "retrained": True, "reason": "no champion model yet: trained the first one",

@@ -23,6 +23,7 @@ HOOKS = dict(on_failure=[hooks.abort_run], on_crashed=[hooks.abort_run], on_canc
 @flow(name="synthesize", log_prints=False, persist_result=False, validate_parameters=True, **HOOKS)
 def synthesize(config: SynthesizeConfig) -> dict:
     """Make a DP synthetic table from ``config.data`` and publish it at ``config.out`` if the gate passes."""
+    stages.sweep_stopped(config)  # runs killed earlier: closed (budget, MLflow, Prefect), their folders removed
     ctx = stages.begin(config)  # refuses what would break the guarantee; write-ahead budget reservation
     ctx = mlf.start_run_task(config, ctx)
     ctx = stages.mark_read(ctx)

@@ -23,6 +23,29 @@ def begin(config: SynthesizeConfig) -> RunContext:
     return lifecycle.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
 
 
+@task(name="sweep-stopped-runs", **PRIVATE)
+def sweep_stopped(config: SynthesizeConfig) -> list[str]:
+    """Close runs killed earlier (budget, MLflow, work folder: dpsyn.pipeline.lifecycle.sweep) and mark the flow
+    runs Prefect still shows as running for them Crashed."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+    from prefect.runtime import flow_run
+    from prefect.states import Crashed
+
+    from tasks.tracking import TRACKER
+
+    with get_client(sync_client=True) as client:
+        flt = FlowRunFilter(state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])))
+        running = [str(r.id) for r in client.read_flow_runs(flow_run_filter=flt, limit=200)
+                   if str(r.id) != str(flow_run.id)]
+        over = lifecycle.sweep(TRACKER, running=running, ledger_url=config.budget.ledger_url)
+        for run_id in set(over) & set(running):
+            client.set_flow_run_state(run_id, Crashed(message="its process was killed; dpsyn closed the run "
+                                                              "(dpsyn budget show)"), force=True)
+    return over
+
+
 @task(name="budget-mark-read", **PRIVATE)
 def mark_read(ctx: RunContext) -> RunContext:
     return lifecycle.mark_read(ctx)

@@ -193,11 +193,12 @@ class _TableFormats(_TextFormats):
         """Every table; a database in WAL mode is read from a private copy with its -wal file, so that
         recent (not yet checkpointed) rows are searched too, and the original is never written."""
         import shutil
-        import tempfile
+
+        from dpsyn.home import scratch_dir
 
         file = str(path)
         wal = path.with_name(path.name + "-wal")
-        with tempfile.TemporaryDirectory(prefix="dpsyn-scan-") as tmp:
+        with scratch_dir("scan-copy") as tmp:  # a copy of the rows: private, swept if the process is killed
             if wal.is_file() and wal.stat().st_size > 0:
                 copy = Path(tmp) / "db.sqlite"
                 shutil.copyfile(path, copy)

@@ -5,16 +5,20 @@ data is read; :func:`mark_read` comes just before the first read; :func:`settle`
 :func:`abort` is the one failure path, for any stop: after the read it commits the whole reservation (where a run
 stops depends on the data, docs/privacy.md), before it releases the reservation; it logs what the accountant
 recorded to the tracker, closes the tracker's record as FAILED and removes the work folder (the operator reports
-are kept). A run killed outright leaves its reservation open, i.e. charged in full.
+are kept). A run killed outright leaves its reservation open, i.e. charged in full, and its work folder behind:
+:func:`sweep` (run by every dpsyn command and at the start of every flow) removes the folder and marks the tracker
+record FAILED once its process is gone; the reservation waits for ``dpsyn budget close``.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import uuid
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import ConfigError
+from dpsyn.home import owner_gone
 from dpsyn.pipeline.context import RunContext
 from dpsyn.pipeline.tracker import Tracker
 from dpsyn.pipeline.workdir import WorkDir
@@ -22,7 +26,7 @@ from dpsyn.privacy import NEIGHBOURING
 from dpsyn.privacy.budget import BudgetLedger, population_of
 from dpsyn.schema import load_schema
 
-__all__ = ["abort", "begin", "check_guarantee", "finish", "mark_read", "settle"]
+__all__ = ["abort", "begin", "check_guarantee", "finish", "mark_read", "settle", "sweep"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,9 +94,10 @@ def finish(ctx: RunContext) -> None:
     ctx.workdir.remove(keep_reports_as=ctx.tracker_run_id or ctx.run_id)
 
 
-def abort(run_id: str, tracker: Tracker | None = None) -> None:
+def abort(run_id: str, tracker: Tracker | None = None, *, settle_budget: bool = True) -> None:
     """Close run ``run_id`` after any stop, from what its work folder says (see the module docstring). Safe to
-    call twice and for a run that never began."""
+    call twice and for a run that never began. ``settle_budget=False`` leaves the reservation as it is (the
+    sweep of a killed run: its owner settles it with ``dpsyn budget close``)."""
     ctx = RunContext.load(run_id)
     if ctx is None:
         return
@@ -104,7 +109,7 @@ def abort(run_id: str, tracker: Tracker | None = None) -> None:
         except Exception:  # the tracker is down: the ledger below is what counts
             logger.warning("could not log the stopped run's privacy spend to the tracker")
     ledger = BudgetLedger(ctx.ledger_url)
-    r = ledger.get(ctx.budget_key)
+    r = ledger.get(ctx.budget_key) if settle_budget else None
     if r is not None and r.state == "reserved":
         if r.data_read:  # a data-dependent stop: the whole reservation is charged
             ledger.commit(ctx.budget_key, epsilon=r.reserved_epsilon, delta=r.reserved_delta,
@@ -117,3 +122,50 @@ def abort(run_id: str, tracker: Tracker | None = None) -> None:
         except Exception:
             logger.warning("could not mark the stopped run FAILED in the tracker")
     ctx.workdir.remove(keep_reports_as=ctx.tracker_run_id or ctx.run_id)
+
+
+_PURPOSES = ("synthesize", "drift-check")
+
+
+def sweep(tracker: Tracker | None = None, *, running: list[str] = (), ledger_url: str | None = None) -> list[str]:
+    """Close every run whose process is gone (killed outright) and remove every private folder it left: its
+    tracker record is marked FAILED (with what its accountant recorded), its work folder removed (the operator
+    reports kept). Its budget reservation stays open, charged in full: ``dpsyn budget show`` marks it DEAD and
+    its owner settles it (``dpsyn budget close``). Folders of live processes and of other hosts are left alone.
+
+    ``running``: ids the orchestrator still shows as running; those whose run is over by the ledger (no work
+    folder, and a reservation that is closed or whose owner process is gone) are returned too, so the
+    orchestrator can mark them crashed. Returns the ids of the runs closed or found over; never raises for one
+    folder (the next sweep tries again)."""
+    root = WorkDir.root()
+    closed = _sweep_folders(root, tracker) if root.is_dir() else []
+    if running:
+        ledger = BudgetLedger(ledger_url)
+        for run_id in running:
+            if run_id in closed or WorkDir.for_run(run_id).path.exists():
+                continue
+            for purpose in _PURPOSES:
+                r = ledger.get(f"{purpose}:{run_id}")
+                if r is not None and (r.state != "reserved" or r.owner_state == "dead"):
+                    closed.append(run_id)
+                    break
+    return closed
+
+
+def _sweep_folders(root, tracker: Tracker | None) -> list[str]:
+    closed = []
+    for folder in sorted(root.iterdir()):
+        if not folder.is_dir() or not owner_gone(folder):
+            continue
+        try:
+            if (folder / WorkDir.RUN).exists():
+                abort(folder.name, tracker, settle_budget=False)
+                closed.append(folder.name)
+            shutil.rmtree(folder, ignore_errors=True)
+        except Exception as e:  # one broken folder must not stop the command that swept
+            logger.warning("could not close the stopped run in %s (%s); the next dpsyn command tries again",
+                           folder.name, type(e).__name__)
+    if closed:
+        logger.warning("closed %d run(s) whose process was killed: %s (their reservations stay charged in full "
+                       "until closed: dpsyn budget show, dpsyn budget close)", len(closed), ", ".join(closed))
+    return closed

@@ -5,6 +5,11 @@ exact counts only here and in the operator reports. Stages exchange files, not f
 separate Prefect tasks (or processes) and a failure handler can find the run's state from its id alone
 (:meth:`WorkDir.for_run`). When the run ends the folder is removed; the operator reports (exact counts for the
 data owner) move to ``$DPSYN_HOME/operator/<tracker run id>/``.
+
+Every folder under the work root (mode 0700) names its owner process in ``owner.json`` (pid, host): a run killed
+outright (SIGKILL) leaves its folder behind, and the next dpsyn command's sweep
+(:func:`dpsyn.pipeline.lifecycle.sweep`) closes the run and removes it once that process is gone. Other private
+scratch files (the demo's raw-identifier input) live in :func:`dpsyn.home.scratch_dir` folders there, swept the same way.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dpsyn.home import dpsyn_home
+from dpsyn.home import OWNER_FILE, dpsyn_home, make_work_root, work_root, write_owner
 
 __all__ = ["WorkDir"]
 
@@ -44,12 +49,13 @@ class WorkDir:
     CANARIES = "canaries.parquet"  # in-run audit: made-up records and their secret coins
     CANARY_COINS = "canary_coins.npy"
     RUN = "run.json"  # the run's context (ids, reservation, what has happened), for stages and failure handlers
+    OWNER = OWNER_FILE  # the process that owns the folder (pid, host): the sweep removes it once that is gone
     PARTS = "parts"  # per-partition files of the prepare stage
     OPERATOR = "operator"  # reports with exact counts for the data owner
 
     @staticmethod
     def root() -> Path:
-        return dpsyn_home() / "work"
+        return work_root()
 
     @classmethod
     def for_run(cls, run_id: str) -> WorkDir:
@@ -62,8 +68,9 @@ class WorkDir:
     def create(cls, run_id: str) -> WorkDir:
         """A fresh private folder for run ``run_id`` (mode 0700)."""
         work = cls.for_run(run_id)
-        work.root().mkdir(parents=True, exist_ok=True)
+        make_work_root()
         work.path.mkdir(mode=0o700)
+        write_owner(work.path)
         return work
 
     def __truediv__(self, name: str) -> Path:
@@ -104,3 +111,4 @@ class WorkDir:
                 shutil.move(str(reports), dest)
                 os.chmod(dest, 0o700)
         shutil.rmtree(self.path, ignore_errors=True)
+
