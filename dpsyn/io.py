@@ -17,6 +17,7 @@ import io
 import logging
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +104,7 @@ def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: in
     except UnicodeDecodeError as e:
         line = where(raw[: e.start].count(b"\n") + 1)
         raise InputError(f"data file is not UTF-8 text: {p} (first bad byte on line {line}); re-encode it as UTF-8") from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write before the first line
     if not text.strip():
         raise InputError(f"data file is empty: {p}")
     names = schema.column_names
@@ -117,6 +119,10 @@ def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: in
             continue
         if ro.header and header is None:
             header = [f.strip() for f in fields]
+            twice = sorted({n for n in header if header.count(n) > 1})
+            if twice:
+                raise SchemaError(f"the header of {p.name} names {', '.join(twice)} more than once; each column of "
+                                  f"schema '{schema.name}' must appear once")
             missing = [n for n in names if n not in header]
             extra = [n for n in header if n not in names]
             if len(missing) == expected:
@@ -305,6 +311,31 @@ def check_output_dir(dest: Path, *, overwrite: bool) -> None:
         raise OutputExistsError(f"output path exists and is not a folder: {dest}")
     if dest.is_dir() and any(dest.iterdir()) and not overwrite:
         raise OutputExistsError(f"output folder is not empty: {dest} (choose another --out, or pass --overwrite)")
+
+
+def check_not_inside(data: Path, dest: Path) -> None:
+    """Refuse an output folder that is the input file, or holds it (publishing replaces the folder)."""
+    data, dest = Path(data).resolve(), Path(dest).resolve()
+    if data == dest or dest in data.parents:
+        raise InputError(f"the output folder {dest} holds the input file {data.name}: publishing replaces the folder; "
+                         "choose an --out outside the input's folder")
+
+
+def probe_writable(dest: Path) -> None:
+    """Before anything is spent: can the output folder be created and written? (A file is created and removed in
+    ``dest`` or its nearest existing parent.)"""
+    probe = Path(dest)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if not probe.is_dir():
+            raise NotADirectoryError(str(probe))
+        fd, name = tempfile.mkstemp(prefix=".dpsyn-probe-", dir=probe)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        raise InputError(f"cannot write the output folder {dest} ({type(e).__name__} in {probe}); choose another "
+                         "--out or fix its permissions; nothing was spent") from None
 
 
 def publish_dir(stage: Path, dest: Path, *, overwrite: bool = False) -> Path:

@@ -297,11 +297,13 @@ def load_schema(path_or_name: str | Path) -> TableSchema:
     Raises :class:`SchemaError` with one line listing every problem.
     """
     p = Path(path_or_name)
-    if p.suffix.lower() not in (".yaml", ".yml") and not p.exists():
-        name = str(path_or_name)
-        if name in list_builtin_schemas():
-            text = (_builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
-            return parse_schema(text, source=f"builtin schema '{name}'")
+    name = str(path_or_name)
+    # a shipped name always means the shipped schema: a file of that name in the working folder never replaces it
+    # (a path must look like one: a folder part or a .yaml/.yml suffix)
+    if not isinstance(path_or_name, Path) and p.suffix.lower() not in (".yaml", ".yml") and "/" not in name \
+            and name in list_builtin_schemas():
+        text = (_builtin_dir() / f"{name}.yaml").read_text(encoding="utf-8")
+        return parse_schema(text, source=f"builtin schema '{name}'")
     if not p.exists():
         raise SchemaError(
             f"schema file not found: {p} (give a YAML path or one of: {', '.join(list_builtin_schemas())})"

@@ -86,6 +86,9 @@ def scrub(
         raise fail(f"--out must end in .csv or .parquet: {dest.name}", EXIT_INPUT, as_json=as_json)
     if dest.exists() and (dest.is_dir() or not overwrite):
         raise fail(f"output exists: {dest} (pass --overwrite to replace a file)", EXIT_INPUT, as_json=as_json)
+    if dest.exists() and Path(data).exists() and dest.resolve() == Path(data).resolve():
+        raise fail(f"--out is the input file {dest.name}: the input is never modified; choose another --out",
+                   EXIT_INPUT, as_json=as_json)
 
     def go() -> dict:
         from dpsyn.io import read_table, write_table

@@ -18,7 +18,7 @@ __all__ = ["check_input"]
 def check_input(config: SynthesizeConfig) -> None:
     """Raise an :class:`~dpsyn.errors.InputError` (exit 2) for a bad schema, input file, synthesizer name or
     output folder; return quietly otherwise."""
-    from dpsyn.io import check_output_dir
+    from dpsyn.io import check_not_inside, check_output_dir, probe_writable
     from dpsyn.pipeline.partition import plan_partitions, read_partition
     from dpsyn.pipeline.prepare import partition_rows
     from dpsyn.schema import load_schema
@@ -35,7 +35,10 @@ def check_input(config: SynthesizeConfig) -> None:
     rules = gate_rules(config.validation, schema)  # a missing or malformed rules file: exit 2, nothing reserved
     if rules is not None:
         rules.check_against(schema)
-    check_output_dir(Path(config.out).absolute(), overwrite=config.overwrite)
+    out = Path(config.out).absolute()
+    check_output_dir(out, overwrite=config.overwrite)
+    check_not_inside(Path(config.data).absolute(), out)
+    probe_writable(out)
     # can the gate judge this many rows at this ε? (the exact count stays here: the answer is the operator's)
     require_informative(config.validation, epsilon=config.privacy.epsilon,
                         delta=config.privacy.resolved_delta(schema.population_size), rows=rows,

@@ -13,10 +13,11 @@ import pytest
 ADULT_LINE = "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K\n"
 
 
-def _cli(*args: str, home: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DPSYN_HOME": str(home), "PREFECT_HOME": str(home / "prefect")}
+def _cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DPSYN_HOME": str(home), "PREFECT_HOME": str(home / "prefect"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
-        [sys.executable, "-m", "dpsyn_cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "dpsyn_cli.main", *args], capture_output=True, text=True, env=env, timeout=120, cwd=cwd
     )
 
 
@@ -93,3 +94,70 @@ def test_json_error_is_one_object(tmp_path):
 def test_usage_error_exits_2(tmp_path):
     r = _cli("run", "--schema", "adult", home=tmp_path / "home")
     assert r.returncode == 2
+
+
+# -- issue 24, finding 8: what preflight must catch before any ε is spent -------------------------------------------
+def _diabetes_lines(n: int) -> list[str]:
+    import gzip
+
+    sample = Path(__file__).resolve().parents[2] / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
+    with gzip.open(sample, "rt", encoding="utf-8") as f:
+        return [next(f) for _ in range(n)]
+
+
+def _refused(r, needle: str, *, home: Path, out: Path | None = None) -> None:
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    assert not (home / "budget.db").exists()  # nothing reserved
+    if out is not None:
+        assert not out.exists()
+
+
+def test_a_duplicate_header_name_is_refused_by_name(tmp_path):
+    lines = _diabetes_lines(300)
+    head = lines[0].rstrip("\n").split(",")
+    head[3] = head[2]
+    data = _write(tmp_path / "dup.csv", ("".join([",".join(head) + "\n"] + lines[1:])).encode())
+    before = _digest(data)
+    r = _cli("run", "--data", str(data), "--schema", "diabetes130", "--out", str(tmp_path / "out"), home=tmp_path / "h")
+    _refused(r, f"names {head[2]} more than once", home=tmp_path / "h", out=tmp_path / "out")
+    assert _digest(data) == before
+
+
+def test_a_utf8_bom_before_the_header_is_read(tmp_path):
+    data = _write(tmp_path / "bom.csv", b"\xef\xbb\xbf" + "".join(_diabetes_lines(300)).encode())
+    r = _cli("run", "--data", str(data), "--schema", "diabetes130", "--out", str(tmp_path / "out"), home=tmp_path / "h")
+    _refused(r, "too small for the validation gate", home=tmp_path / "h")  # read as data: the header matched
+
+
+def test_a_file_named_like_a_shipped_schema_does_not_replace_it(tmp_path, adult_sample_path):
+    (tmp_path / "adult").write_text("name: mine\ncolumns: []\n")
+    data = _write(tmp_path / "small.data", "".join(adult_sample_path.read_text().splitlines(True)[:129]).encode())
+    r = _cli("run", "--data", str(data), "--schema", "adult", "--out", str(tmp_path / "out"), home=tmp_path / "h",
+             cwd=tmp_path)
+    _refused(r, "too small for the validation gate", home=tmp_path / "h")  # the shipped schema read the rows
+
+
+def test_an_unwritable_out_is_refused_before_anything_is_spent(tmp_path, adult_sample_path):
+    (tmp_path / "a_file").write_text("not a folder")
+    out = tmp_path / "a_file" / "out"
+    r = _cli("run", "--data", str(adult_sample_path), "--schema", "adult", "--out", str(out), home=tmp_path / "h")
+    _refused(r, "cannot write the output folder", home=tmp_path / "h")
+
+
+def test_an_out_that_holds_the_input_is_refused(tmp_path, adult_sample_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    data = _write(folder / "adult.data", adult_sample_path.read_bytes())
+    r = _cli("run", "--data", str(data), "--schema", "adult", "--out", str(folder), "--overwrite",
+             home=tmp_path / "h")
+    _refused(r, "holds the input file", home=tmp_path / "h")
+    assert data.read_bytes() == adult_sample_path.read_bytes()
+
+
+def test_scrub_refuses_to_overwrite_its_own_input(tmp_path, adult_sample_path):
+    data = _write(tmp_path / "adult.csv", b"")  # content never read: refused on the paths alone
+    r = _cli("scrub", "--data", str(data), "--schema", "adult", "--out", str(data), "--overwrite", home=tmp_path / "h")
+    assert r.returncode == 2 and "is the input file" in r.stderr, r.stderr

@@ -66,3 +66,17 @@ def test_rules_option_reaches_the_gate_before_anything_runs(tmp_path):
     r = _cli("run", "--data", str(SAMPLE), "--schema", "adult", "--out", str(tmp_path / "out"), "--rules",
              str(tmp_path / "missing.yaml"), home=tmp_path / "home")
     assert r.returncode == 2 and "rules file not found" in r.stderr, r.stderr
+
+
+def test_a_table_too_small_for_any_run_is_refused_even_when_uninformative_is_allowed():
+    """Issue 24, finding 3: tables under 10 rows ran (and ended in an accounting error) once the gate was waived."""
+    from dpsyn.errors import InputError
+    from dpsyn.validation import ValidationConfig
+    from dpsyn.validation.preflight import forecast, require_informative
+
+    cfg = ValidationConfig(allow_uninformative=True)
+    f = forecast(cfg, epsilon=1.0, delta=1e-6, rows=9, has_target=True)
+    assert not f["countable"] and f["min_rows_count"] > 9
+    with pytest.raises(InputError, match=f"below {f['min_rows_count']:,} rows at this ε"):
+        require_informative(cfg, epsilon=1.0, delta=1e-6, rows=9, has_target=True)
+    require_informative(cfg, epsilon=1.0, delta=1e-6, rows=f["min_rows_count"], has_target=True)  # enough to run
