@@ -72,6 +72,12 @@ class LedgerConflictError(InputError):
     """A release contradicts what the lineage ledger already holds (same id, different content)."""
 
 
+class OrchestratorError(DpsynError, RuntimeError):
+    """The orchestrator (Prefect) could not be started or reached: nothing ran."""
+
+    exit_code = 1
+
+
 class AuditFailedError(DpsynError, RuntimeError):
     """An audit found a file that carries no watermark of ours."""
 

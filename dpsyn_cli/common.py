@@ -54,6 +54,38 @@ def set_env_defaults(verbose: bool = False) -> None:
     sweep_stopped()
 
 
+def start_prefect() -> None:
+    """Start Prefect's embedded API before a flow runs, one process at a time (a file lock in ``$PREFECT_HOME``):
+    runs starting together in one home otherwise race on its database migration. A server that does not come up
+    is one line (exit 1) saying what to do. Nothing to do when ``PREFECT_API_URL`` names a server."""
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    import fcntl
+
+    from dpsyn.errors import OrchestratorError
+    from dpsyn.home import prefect_home
+
+    home = Path(os.environ.get("PREFECT_HOME") or prefect_home())
+    home.mkdir(parents=True, exist_ok=True)
+    timeout = os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    with open(home / ".dpsyn-start.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            from prefect.client.orchestration import get_client
+
+            with get_client(sync_client=True) as client:
+                error = client.api_healthcheck()
+        except Exception as e:  # Prefect's own text may name paths and settings; say what failed, not its text
+            raise OrchestratorError(
+                f"Prefect's embedded server did not start ({type(e).__name__}; start-up timeout {timeout} s): on a "
+                "loaded machine raise PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, or run a server (prefect "
+                "server start) and set PREFECT_API_URL; nothing ran") from None
+        if error is not None:
+            raise OrchestratorError(f"Prefect's embedded server is not healthy ({type(error).__name__}); set "
+                                    "PREFECT_API_URL to a running server, or remove $PREFECT_HOME to start afresh; "
+                                    "nothing ran")
+
+
 class _LazyTracker:
     """The MLflow tracker, imported only if a stopped run has a record to close."""
 

@@ -24,6 +24,7 @@ from dpsyn_cli.common import (
     VerboseOpt,
     handle,
     set_env_defaults,
+    start_prefect,
 )
 
 app = typer.Typer(
@@ -71,6 +72,7 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
             with warnings.catch_warnings():
                 if not verbose:
                     warnings.simplefilter("ignore")
+                start_prefect()  # one process at a time in a home: Prefect's migrations do not race
                 from flows.synthesize import synthesize
 
                 return synthesize(config)
