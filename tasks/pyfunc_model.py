@@ -17,19 +17,107 @@ single cell). Sampling is post-processing: it costs no privacy budget.
 
 This module imports neither Prefect nor dpsyn at import time, so loading a
 model stays light.
+
+**Verified before unpickling.** ``log_model`` records the SHA-256 of every file
+of the logged model (``MLmodel``, the wrapper ``python_model.pkl``, the
+synthesizer ``artifacts/model.pkl``, the environment files) as the run and
+registry-version tag ``dpsyn.artifact_sha256``, in the tracking database, not
+the artifact store. :func:`load_verified` downloads the model, checks every file
+against that tag and only then loads it; a replaced pickle is refused before it
+can run code. ``load_context`` also checks ``model.pkl`` against the digest in
+the model's config before unpickling it (a plain ``mlflow.pyfunc.load_model``
+still unpickles the wrapper first: use :func:`load_verified` where the artifact
+store is not trusted)::
+
+    from tasks.pyfunc_model import load_verified
+    model = load_verified("models:/dpsyn-adult@champion")
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import numbers
 import pickle
+from pathlib import Path
 from typing import Any
 
 import mlflow.pyfunc
 
-__all__ = ["ARTIFACT_KEY", "SynthesizerModel", "requested_rows", "signature"]
+__all__ = ["ARTIFACT_KEY", "DIGEST_KEY", "DIGESTS_TAG", "SynthesizerModel", "artifact_digests", "file_sha256",
+           "load_verified", "requested_rows", "signature"]
 
 ARTIFACT_KEY = "synthesizer"
+DIGEST_KEY = "dpsyn_model_sha256"  # in the logged model's config: the synthesizer pickle's SHA-256
+DIGESTS_TAG = "dpsyn.artifact_sha256"  # run and version tag: {relative path: SHA-256} of the logged model's files
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+#: written by MLflow into a download of a registered version (its name and version, plain YAML): not the model's
+_DOWNLOAD_METADATA = {"registered_model_meta"}
+
+
+def artifact_digests(model_dir: str | Path) -> dict[str, str]:
+    """{path relative to the model folder: SHA-256} of every file of a logged model."""
+    root = Path(model_dir)
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).as_posix() not in _DOWNLOAD_METADATA}
+
+
+def load_verified(model_uri: str, *, expected: dict[str, str] | None = None):
+    """Load a logged dpsyn model after checking every file against the digests recorded in the tracking store
+    (``expected``, default the registry version's or run's ``dpsyn.artifact_sha256`` tag); ``ValueError`` naming
+    the first file that differs, is missing or was added, before anything is unpickled."""
+    import tempfile
+
+    import mlflow
+    from mlflow.artifacts import download_artifacts
+
+    if expected is None:
+        expected = _recorded_digests(model_uri)
+    with tempfile.TemporaryDirectory(prefix="dpsyn-model-") as tmp:
+        local = download_artifacts(artifact_uri=model_uri, dst_path=tmp)
+        found = artifact_digests(local)
+        for path in sorted(set(expected) | set(found)):
+            if path not in found:
+                raise ValueError(f"model file {path} is missing from {model_uri}: refusing to load it")
+            if path not in expected:
+                raise ValueError(f"model file {path} in {model_uri} was not there when it was logged: refusing to "
+                                 "load it")
+            if found[path] != expected[path]:
+                raise ValueError(f"model file {path} of {model_uri} does not match the SHA-256 recorded when it was "
+                                 "logged (replaced or damaged): refusing to load it")
+        return mlflow.pyfunc.load_model(local)
+
+
+def _recorded_digests(model_uri: str) -> dict[str, str]:
+    from mlflow.tracking import MlflowClient
+
+    c = MlflowClient()
+    tags: dict[str, str] = {}
+    if model_uri.startswith("models:/") and not model_uri.startswith("models:/m-"):
+        name, _, ref = model_uri.removeprefix("models:/").partition("@")
+        if ref:
+            mv = c.get_model_version_by_alias(name, ref)
+        else:
+            name, _, version = model_uri.removeprefix("models:/").partition("/")
+            mv = c.get_model_version(name, version)
+        tags = dict(mv.tags or {})
+        if DIGESTS_TAG not in tags and mv.run_id:
+            tags = c.get_run(mv.run_id).data.tags
+    elif model_uri.startswith("models:/m-"):
+        lm = c.get_logged_model(model_uri.removeprefix("models:/"))
+        tags = c.get_run(lm.source_run_id).data.tags if lm.source_run_id else {}
+    if DIGESTS_TAG not in tags:
+        raise ValueError(f"{model_uri} has no recorded artifact digests ({DIGESTS_TAG}): it cannot be verified")
+    return json.loads(tags[DIGESTS_TAG])
 
 
 def requested_rows(model_input: Any) -> int:
@@ -71,7 +159,12 @@ class SynthesizerModel(mlflow.pyfunc.PythonModel):
     """Pyfunc wrapper: ``predict(n)`` → ``synthesizer.sample(n, random_state=params['random_state'])``."""
 
     def load_context(self, context) -> None:
-        with open(context.artifacts[ARTIFACT_KEY], "rb") as f:
+        path = context.artifacts[ARTIFACT_KEY]
+        expected = (getattr(context, "model_config", None) or {}).get(DIGEST_KEY)
+        if expected is None or file_sha256(path) != expected:
+            raise ValueError("the synthesizer file (artifacts/model.pkl) does not match the SHA-256 recorded when it "
+                             "was logged: refusing to unpickle it (replaced or damaged)")
+        with open(path, "rb") as f:
             self.synthesizer = pickle.load(f)  # imports the dpsyn synthesizer class it was saved from
 
     def predict(self, context, model_input, params: dict[str, Any] | None = None):

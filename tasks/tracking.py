@@ -152,7 +152,15 @@ def log_model(run_id: str, model_path: str | Path) -> str:
     import mlflow
     from mlflow.models import Model
 
-    from tasks.pyfunc_model import ARTIFACT_KEY, SynthesizerModel, signature
+    from tasks.pyfunc_model import (
+        ARTIFACT_KEY,
+        DIGEST_KEY,
+        DIGESTS_TAG,
+        SynthesizerModel,
+        artifact_digests,
+        file_sha256,
+        signature,
+    )
 
     c = client()
     run = c.get_run(run_id)
@@ -172,9 +180,15 @@ def log_model(run_id: str, model_path: str | Path) -> str:
                 None, name=MODEL_ARTIFACT, flavor=mlflow.pyfunc, run_id=run_id, model_id=logged.model_id,
                 python_model=SynthesizerModel(), artifacts={ARTIFACT_KEY: str(model_path)},
                 pip_requirements=_pip_requirements(), signature=signature(),
+                model_config={DIGEST_KEY: file_sha256(model_path)},
             )
     finally:
         pyfunc_logger.removeFilter(notice)
+    from mlflow.artifacts import download_artifacts
+
+    with tempfile.TemporaryDirectory() as tmp:  # the digests of what the store now holds, kept in the tracking DB
+        digests = artifact_digests(download_artifacts(artifact_uri=info.model_uri, dst_path=tmp))
+    c.set_tag(run_id, DIGESTS_TAG, json.dumps(digests, sort_keys=True))
     c.set_tag(run_id, "dpsyn.model_uri", info.model_uri)
     return info.model_uri
 
@@ -209,6 +223,11 @@ def register_model(run_id: str, name: str, tags: dict[str, Any] | None = None, *
     tags = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (tags or {}).items()}
     if cumulative_epsilon is not None:  # the population's lifetime spend from the budget ledger
         tags["cumulative_epsilon"] = f"{cumulative_epsilon:.6f}"
+    from tasks.pyfunc_model import DIGESTS_TAG
+
+    digests = c.get_run(run_id).data.tags.get(DIGESTS_TAG)
+    if digests is not None:  # the version carries the digests its loader checks (tasks.pyfunc_model.load_verified)
+        tags[DIGESTS_TAG] = digests
     model_id = model_uri.removeprefix("models:/") if model_uri.startswith("models:/m-") else None
     mv = c.create_model_version(name, model_uri, run_id=run_id, tags=tags, model_id=model_id)
     version = str(mv.version)
