@@ -25,6 +25,7 @@ LedgerOpt = Annotated[
 ]
 
 EXIT_OK, EXIT_CHECK, EXIT_INPUT = 0, 1, 2
+EXIT_INCOMPLETE = 3  # dpsyn scan: nothing found, but a cap stopped it before the end of a file
 
 
 def set_env_defaults(verbose: bool = False) -> None:

@@ -26,6 +26,7 @@ import typer
 
 from dpsyn_cli.common import (
     EXIT_CHECK,
+    EXIT_INCOMPLETE,
     EXIT_INPUT,
     JsonOpt,
     VerboseOpt,
@@ -137,7 +138,8 @@ def scan(
         Path | None, typer.Option("--config", help="Scan settings (YAML or JSON of dpsyn.pii.scan.ScanConfig).")
     ] = None,
     max_rows: Annotated[
-        int | None, typer.Option("--max-rows", help="Rows or lines searched per file or table (default 20000).")
+        int | None, typer.Option("--max-rows", help="Rows or lines searched per file or table (default: all; a cap "
+                                                    "that stops a file early makes the exit code 3).")
     ] = None,
     person_scope: Annotated[
         str | None,
@@ -175,13 +177,18 @@ def scan(
         for c in rep.capped:
             typer.echo(f"note: {c['file']}: {c['what']}", err=True)
         searched = f"{len(rep.files_scanned)} file(s) searched, {len(rep.skipped)} skipped ({rep.mode} mode)"
-        if rep.clean:
+        if rep.clean and rep.capped:
+            typer.echo(f"no PII found in what was searched, but {len(rep.capped)} file(s) were searched only in part "
+                       f"(a cap): the rest was not looked at; {searched}", err=True)
+        elif rep.clean:
             typer.echo(f"no PII found: {searched}")
         else:
             counts = ", ".join(f"{e}={n}" for e, n in rep.counts.items())
             typer.echo(f"PII found: {rep.total_findings} finding(s) ({counts}); {searched}", err=True)
     if not rep.clean:
         raise typer.Exit(EXIT_CHECK)
+    if rep.capped:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def register(app: typer.Typer) -> None:

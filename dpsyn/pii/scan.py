@@ -3,7 +3,8 @@
 >>> report = scan_paths(["out/", "~/.dpsyn/mlflow.db"])     # doctest: +SKIP
 >>> [(f.entity, f.file, f.location) for f in report.findings]  # doctest: +SKIP
 
-What is searched (:func:`scan_paths`), each with bounded work:
+What is searched (:func:`scan_paths`): everything, unless ``max_rows`` / ``max_bytes`` set caps (a cap that stops
+a file early is reported, and ``dpsyn scan`` then exits 3, not 0):
 
 * **CSV/TSV** (``row R, column C``), **Parquet** (string columns), **JSON** and
   JSON Lines (every string, and object keys; ``$.path[i]``), **text and log
@@ -116,7 +117,8 @@ class ScanConfig(BaseModel):
     ``person_scope``: where PERSON (NER) is looked for: ``"columns"`` (only
     values of name-like columns and JSON keys), ``"text"`` (also free-text
     columns of data files), ``"all"`` (every text) or ``"none"``. ``max_rows``: rows (tables, CSV, Parquet, JSON Lines) or lines
-    (text) read per file or table; ``max_bytes``: bytes read per file;
+    (text) read per file or table, and ``max_bytes``: bytes read per file (None, the default: all of them;
+    a cap that stops the scan early is reported in ``capped``);
     ``max_findings``: findings recorded per file (all are counted).
     ``allow_patterns``: regexes of known-safe shapes; a detection inside a
     match is dropped (default :data:`DEFAULT_ALLOW_PATTERNS`).
@@ -127,8 +129,8 @@ class ScanConfig(BaseModel):
     entities: list[str] | None = None
     score_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     person_scope: Literal["columns", "text", "all", "none"] = "columns"
-    max_rows: int = Field(default=20_000, ge=1)
-    max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_rows: int | None = Field(default=None, ge=1)  # None: every row (a whole store is searched by default)
+    max_bytes: int | None = Field(default=None, ge=1024)  # None: every byte
     max_findings: int = Field(default=1_000, ge=1)
     allow_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOW_PATTERNS))
     skip_tables: list[str] = Field(default_factory=lambda: list(DEFAULT_SKIP_TABLES))
@@ -143,6 +145,14 @@ class ScanConfig(BaseModel):
             except re.error as e:
                 raise ValueError(f"allow pattern is not a valid regular expression ({e.msg})") from None
         return v
+
+    @property
+    def row_cap(self) -> int:
+        return self.max_rows if self.max_rows is not None else 2**62
+
+    @property
+    def byte_cap(self) -> int:
+        return self.max_bytes if self.max_bytes is not None else 2**62
 
     def scan_entities(self) -> list[str]:
         ents = list(self.entities) if self.entities is not None else list(SCAN_ENTITIES)

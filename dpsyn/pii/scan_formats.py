@@ -37,30 +37,30 @@ class _TextFormats(Recorder):
 
     def _read_text(self, path: Path) -> str:
         with path.open("rb") as fh:
-            raw = fh.read(self.config.max_bytes + 1)
-        if len(raw) > self.config.max_bytes:
-            self._cap(str(path), f"only the first {self.config.max_bytes} bytes searched")
-            raw = raw[: self.config.max_bytes]
+            raw = fh.read() if self.config.max_bytes is None else fh.read(self.config.byte_cap + 1)
+        if len(raw) > self.config.byte_cap:
+            self._cap(str(path), f"only the first {self.config.byte_cap} bytes searched")
+            raw = raw[: self.config.byte_cap]
         return raw.decode("utf-8", errors="replace")
 
     def scan_text(self, path: Path) -> None:
         file = str(path)
         text = self._read_text(path)
         lines = text.splitlines()
-        if len(lines) > self.config.max_rows:
-            self._cap(file, f"only the first {self.config.max_rows} of {len(lines)} lines searched")
-            lines = lines[: self.config.max_rows]
+        if len(lines) > self.config.row_cap:
+            self._cap(file, f"only the first {self.config.row_cap} of {len(lines)} lines searched")
+            lines = lines[: self.config.row_cap]
         self.analyze(file, (_Item(line, f"line {i}", False) for i, line in enumerate(lines, start=1)))
 
     def scan_bytes(self, path: Path) -> None:
         file = str(path)
         size = path.stat().st_size
-        if size > self.config.max_bytes:
-            self._cap(file, f"only the first {self.config.max_bytes} of {size} bytes searched")
+        if size > self.config.byte_cap:
+            self._cap(file, f"only the first {self.config.byte_cap} of {size} bytes searched")
         with path.open("rb") as fh:
             offset = 0
-            while offset < min(size, self.config.max_bytes):
-                block = fh.read(min(_BINARY_CHUNK, self.config.max_bytes - offset))
+            while offset < min(size, self.config.byte_cap):
+                block = fh.read(min(_BINARY_CHUNK, self.config.byte_cap - offset))
                 if not block:
                     break
                 text = block.decode("latin-1")
@@ -93,8 +93,8 @@ class _TextFormats(Recorder):
             return
         items = []
         for n, it in enumerate(self._walk_json(obj, "$", None), start=1):
-            if n > self.config.max_rows:
-                self._cap(file, f"only the first {self.config.max_rows} strings searched")
+            if n > self.config.row_cap:
+                self._cap(file, f"only the first {self.config.row_cap} strings searched")
                 break
             items.append(it)
         self.analyze(file, items)
@@ -102,9 +102,9 @@ class _TextFormats(Recorder):
     def scan_jsonl(self, path: Path) -> None:
         file = str(path)
         lines = self._read_text(path).splitlines()
-        if len(lines) > self.config.max_rows:
-            self._cap(file, f"only the first {self.config.max_rows} of {len(lines)} lines searched")
-            lines = lines[: self.config.max_rows]
+        if len(lines) > self.config.row_cap:
+            self._cap(file, f"only the first {self.config.row_cap} of {len(lines)} lines searched")
+            lines = lines[: self.config.row_cap]
         items: list[_Item] = []
         for i, line in enumerate(lines, start=1):
             try:
@@ -137,8 +137,8 @@ class _TableFormats(_TextFormats):
         items: list[_Item] = []
         n = 0
         for n, row in enumerate(rows, start=1):  # noqa: B007
-            if n > self.config.max_rows:
-                self._cap(file, f"only the first {self.config.max_rows} rows searched")
+            if n > self.config.row_cap:
+                self._cap(file, f"only the first {self.config.row_cap} rows searched")
                 break
             for j, value in enumerate(row):
                 name, hinted, ctx = cols[j] if j < len(cols) else (f"column {j + 1}", False, ())
@@ -169,12 +169,12 @@ class _TableFormats(_TextFormats):
         if not cols:
             return
         total = pf.metadata.num_rows
-        if total > self.config.max_rows:
-            self._cap(file, f"only the first {self.config.max_rows} of {total} rows searched")
+        if total > self.config.row_cap:
+            self._cap(file, f"only the first {self.config.row_cap} of {total} rows searched")
         items: list[_Item] = []
         row0 = 0
-        for batch in pf.iter_batches(batch_size=min(self.config.max_rows, 10_000), columns=cols):
-            take = min(batch.num_rows, self.config.max_rows - row0)
+        for batch in pf.iter_batches(batch_size=min(self.config.row_cap, 10_000), columns=cols):
+            take = min(batch.num_rows, self.config.row_cap - row0)
             for name in cols:
                 cname, hinted, ctx = self._column_meta(name, bare_name=True)
                 values = batch.column(name).to_pylist()[:take]
@@ -184,7 +184,7 @@ class _TableFormats(_TextFormats):
                     if isinstance(v, str)
                 )
             row0 += take
-            if row0 >= self.config.max_rows:
+            if row0 >= self.config.row_cap:
                 break
         self.analyze(file, items)
 
@@ -225,15 +225,15 @@ class _TableFormats(_TextFormats):
         except sqlite3.Error:  # WITHOUT ROWID tables: number the rows instead
             rowid = None
         total = con.execute(f"SELECT count(*) FROM {q}").fetchone()[0]
-        if total > self.config.max_rows:
-            self._cap(file, f"table {table}: only the first {self.config.max_rows} of {total} rows searched")
+        if total > self.config.row_cap:
+            self._cap(file, f"table {table}: only the first {self.config.row_cap} of {total} rows searched")
         items: list[_Item] = []
         for col in cols:
             c = '"' + col.replace('"', '""') + '"'
             name, hinted, ctx = self._column_meta(col, bare_name=False)
             sel = f"SELECT {rowid}, {c} FROM {q}" if rowid else f"SELECT NULL, {c} FROM {q}"
             sql = f"{sel} WHERE typeof({c}) = 'text' LIMIT ?"
-            for n, (rid, value) in enumerate(con.execute(sql, (self.config.max_rows,)), start=1):
+            for n, (rid, value) in enumerate(con.execute(sql, (self.config.row_cap,)), start=1):
                 where = rid if rid is not None else f"row{n}"
                 items.append(_Item(value, f"{table}.{col}.{where}", hinted, ctx))
         self.analyze(file, items)

@@ -366,12 +366,12 @@ def test_scan_files_and_caps(app, runner, inputs, tmp_path):
     assert ("EMAIL_ADDRESS", "row 1, column email") in locs and ("US_SSN", "row 2, column ssn") in locs
     assert ("PERSON", "row 1, column full_name") in locs
     assert _no_value(res.output, SEEDED) == []
-    # a cap is reported
+    # a cap is reported, and a clean scan that a cap stopped early is not "clean": exit 3
     log = tmp_path / "app.log"
     log.write_text("\n".join(["INFO step done"] * 50 + [f"WARN user {PLANTED_EMAIL} failed"]))
     res = runner.invoke(app, ["scan", str(log), "--max-rows", "10", "--json"])
     rep = json.loads(res.stdout)
-    assert res.exit_code == 0 and rep["capped"] == [{"file": str(log), "what": "only the first 10 of 51 lines searched"}]
+    assert res.exit_code == 3 and rep["capped"] == [{"file": str(log), "what": "only the first 10 of 51 lines searched"}]
     res = runner.invoke(app, ["scan", str(log)])
     assert res.exit_code == 1 and f"EMAIL_ADDRESS\t{log}\tline 51\t" in res.output
     # bad input
@@ -389,3 +389,20 @@ def test_scan_after_scrub_is_clean_but_raw_copy_is_not(app, runner, inputs, tmp_
     assert runner.invoke(app, ["scan", str(outdir)]).exit_code == 0
     shutil.copy(data, outdir / "input_example.json.csv")
     assert runner.invoke(app, ["scan", str(outdir)]).exit_code == 1
+
+
+def test_scan_searches_whole_stores_by_default_and_a_cap_is_exit_3(app, runner, tmp_path):
+    """Issue 24, finding 8: `dpsyn scan` said "No PII found" (exit 0) when the leaks lay past its 20,000-row cap."""
+    db = tmp_path / "store.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    con.executemany("INSERT INTO notes(body) VALUES (?)", [(f"batch {i} processed",) for i in range(25_000)])
+    con.execute("INSERT INTO notes(body) VALUES (?)", ("contact jane.roe@example.org about the report",))
+    con.commit()
+    con.close()
+    res = runner.invoke(app, ["scan", str(db), "--json"])
+    assert res.exit_code == 1, res.output
+    assert {f["entity"] for f in json.loads(res.stdout)["findings"]} == {"EMAIL_ADDRESS"}
+    res = runner.invoke(app, ["scan", str(db), "--max-rows", "20000"])
+    assert res.exit_code == 3, res.output
+    assert "searched only in part" in res.output and "no PII found:" not in res.output
