@@ -63,9 +63,12 @@ class GateFailedError(DpsynError, RuntimeError):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, failures: list[str] | None = None):
+    def __init__(self, message: str, *, failures: list[str] | None = None, details: dict | None = None):
         super().__init__(message)
         self.failures = list(failures or [])
+        #: what the stopped run spent and where it is recorded (ε, δ, tracker run id, model version): DP outputs
+        #: and ids only, shown with the error (the CLI's --json object)
+        self.details = dict(details or {})
 
 
 class LedgerConflictError(InputError):

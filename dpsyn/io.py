@@ -86,6 +86,29 @@ def _read_csv(p: Path, schema: TableSchema) -> pd.DataFrame:
     return parse_csv_bytes(raw, p, schema)
 
 
+MAX_FIELD_BYTES = 16 * 1024 * 1024  # one cell; a larger one is refused with its line (exit 2)
+
+
+def _records(reader, p: Path, where):
+    """(line number, fields) of a csv reader, its errors as one line naming the line (never a value)."""
+    previous = csv.field_size_limit(MAX_FIELD_BYTES)
+    try:
+        lineno = 0
+        while True:
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                kind = "a field larger than 16 MiB" if "field larger" in str(e) else "a malformed record"
+                raise InputError(f"{p.name} line {where(reader.line_num)} holds {kind}; fix the file (a cell "
+                                 "must be at most 16 MiB, quotes balanced)") from None
+            lineno += 1
+            yield lineno, fields
+    finally:
+        csv.field_size_limit(previous)
+
+
 def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: int = 0,
                     header_lines: int = 0) -> pd.DataFrame:
     """Parse CSV bytes of ``p`` as ``schema`` declares (raw strings; see :func:`coerce_to_schema`).
@@ -112,7 +135,7 @@ def parse_csv_bytes(raw: bytes, p: Path, schema: TableSchema, *, line_offset: in
     # Check the field count per line ourselves, so the error can name the line and not a value.
     reader = csv.reader(io.StringIO(text), delimiter=ro.sep, skipinitialspace=ro.skipinitialspace)
     header: list[str] | None = None
-    for lineno, fields in enumerate(reader, start=1):
+    for lineno, fields in _records(reader, p, where):
         if not fields or (len(fields) == 1 and not fields[0].strip()):
             continue
         if ro.comment and fields[0].startswith(ro.comment):

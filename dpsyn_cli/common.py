@@ -123,9 +123,10 @@ def sweep_stopped() -> list[str]:
     return closed
 
 
-def fail(message: str, code: int, *, as_json: bool) -> typer.Exit:
+def fail(message: str, code: int, *, as_json: bool, details: dict | None = None) -> typer.Exit:
+    """Print the one-line error (``--json``: one object, with ``details`` such as what a stopped run spent)."""
     if as_json:
-        typer.echo(json.dumps({"error": message, "exit_code": code}))
+        typer.echo(json.dumps({"error": message, "exit_code": code, **(details or {})}, default=str))
     else:
         typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
@@ -141,7 +142,7 @@ def handle(fn, *, as_json: bool, verbose: bool):
             import traceback
 
             traceback.print_exc()
-        raise fail(str(e), e.exit_code, as_json=as_json) from None
+        raise fail(str(e), e.exit_code, as_json=as_json, details=getattr(e, "details", None)) from None
     except typer.Exit:
         raise
     except KeyboardInterrupt:

@@ -75,6 +75,12 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
                 start_prefect()  # one process at a time in a home: Prefect's migrations do not race
                 from flows.synthesize import synthesize
 
+                if not verbose:  # a stopped run is one line (handle); Prefect's run loggers would add a traceback
+                    import logging
+
+                    for name in ("prefect.flow_runs", "prefect.task_runs"):
+                        logging.getLogger(name).setLevel(logging.CRITICAL)
+
                 return synthesize(config)
         except DpsynError:
             raise

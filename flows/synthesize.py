@@ -41,7 +41,7 @@ def synthesize(config: SynthesizeConfig) -> dict:
     mlf.log_results_task(ctx, fit_summary=fit_summary, manifest=manifest, validation=report)
     model_uri = mlf.log_model_task(ctx)
     registered = mlf.register_model_task(config, ctx, manifest, model_uri) if config.register_model else None
-    stages.check_gate(config, report)
+    stages.check_gate(config, report, manifest, registered)
     published = stages.publish(config, ctx, manifest, registered)
     if registered:
         mlf.set_champion_task(registered)

@@ -102,10 +102,12 @@ def build_manifest(config: SynthesizeConfig, ctx: RunContext, batch: dict, count
 
 
 @task(name="gate-verdict", **PRIVATE)
-def check_gate(config: SynthesizeConfig, report: dict) -> None:
+def check_gate(config: SynthesizeConfig, report: dict, result: dict | None = None,
+               registered: dict | None = None) -> None:
     """A failing (or uninformative, unless allowed) gate stops the run here: nothing is published (the spend
-    is already settled)."""
-    manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative)
+    is already settled); the error carries what the run spent and its ids."""
+    result = {**(result or {}), **({"model": registered} if registered else {})}
+    manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative, result=result)
 
 
 @task(name="publish", **PRIVATE)

@@ -62,10 +62,16 @@ def model_name(config: SynthesizeConfig, schema_name: str) -> str:
     return config.model_name or f"dpsyn-{schema_name}"
 
 
-def raise_if_gate_failed(report: dict, *, allow_uninformative: bool = False) -> None:
+def raise_if_gate_failed(report: dict, *, allow_uninformative: bool = False, result: dict | None = None) -> None:
     """A failing gate publishes nothing, nor does an uninformative one unless allowed: raise
-    :class:`GateFailedError` naming the failed (or uninformative) checks."""
-    raise_for_verdict(report, allow_uninformative=allow_uninformative)
+    :class:`GateFailedError` naming the failed (or uninformative) checks, with what the run spent and its ids
+    (from the manifest ``result``)."""
+    r = result or {}
+    details = {k: r[k] for k in ("epsilon_spent", "delta", "mlflow_run_id", "population", "cumulative_epsilon")
+               if k in r}
+    if r.get("model"):
+        details["model"] = r["model"]
+    raise_for_verdict(report, allow_uninformative=allow_uninformative, details=details)
 
 
 def output_dir(config: SynthesizeConfig, ctx: RunContext, version: str | None) -> Path:

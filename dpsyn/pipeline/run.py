@@ -90,9 +90,9 @@ def publish_if_passed(config: SynthesizeConfig, ctx: RunContext, tracker: Tracke
         version = tracker.register(ctx.tracker_run_id, name, manifest.registry_tags(result), model_uri=uri,
                                    cumulative_epsilon=result["cumulative_epsilon"])
         registered = {"name": name, "version": version} if version else None
-    manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative)
     if registered:
         result["model"] = registered
+    manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative, result=result)
     out = manifest.output_dir(config, ctx, registered["version"] if registered else None)
     published = stages.publish(config, ctx, result, out=out)
     if registered:  # after the release is recorded: the champion always has a published, traceable release

@@ -161,3 +161,11 @@ def test_scrub_refuses_to_overwrite_its_own_input(tmp_path, adult_sample_path):
     data = _write(tmp_path / "adult.csv", b"")  # content never read: refused on the paths alone
     r = _cli("scrub", "--data", str(data), "--schema", "adult", "--out", str(data), "--overwrite", home=tmp_path / "h")
     assert r.returncode == 2 and "is the input file" in r.stderr, r.stderr
+
+
+def test_a_cell_larger_than_16_mib_is_exit_2_naming_its_line(tmp_path):
+    """Issue 24 (low): a 10 MB field exited 1 (an unexpected error) instead of 2."""
+    big = ADULT_LINE.replace("State-gov", "x" * (17 * 1024 * 1024))
+    data = _write(tmp_path / "big.data", (ADULT_LINE * 3 + big + ADULT_LINE).encode())
+    r = _cli("run", "--data", str(data), "--schema", "adult", "--out", str(tmp_path / "out"), home=tmp_path / "h")
+    _refused(r, "big.data line 4 holds a field larger than 16 MiB", home=tmp_path / "h", out=tmp_path / "out")
