@@ -161,7 +161,7 @@ def _weights(report, cfg=None):
     """Σ w² of the gate's release: each primary check weighs 1 (soft rules rule_weight), the per-column and
     per-pair checks share detail_weight, the histograms hist_weight (√2 sensitivity each: counted twice)."""
     cfg = cfg or ValidationConfig()
-    primary = sum(1 for c in report.checks if c.primary and c.statistic != "hard_rule"
+    primary = sum(1 for c in report.checks if c.primary and c.statistic not in ("hard_rule", "target_signal_p")
                   and not c.name.startswith("utility:"))
     details = any(not c.primary and not c.name.startswith("utility:") for c in report.checks)
     return primary + (cfg.detail_weight if details else 0) + (2 * cfg.hist_weight if report.histograms else 0)
@@ -182,7 +182,9 @@ def test_noise_std_is_sigma_sqrt_sum_of_weights_over_n_minus_1(identical_run, ad
     # the verdict's one statistic; the diagnosis: the target, the families' worst excesses, every column and pair
     assert {"gate:worst", "target:tvd", "one_way:worst", "pairs:worst", "tail:worst"} <= names
     assert "constant:worst" not in names  # no near-constant column in a real copy
-    assert [c.name for c in report.checks if c.primary] == ["gate:worst"]
+    # the one noisy primary statistic; target:signal is judged on the synthetic table alone (no noise, no ε)
+    assert [c.name for c in report.checks if c.primary] == ["gate:worst", "target:signal"]
+    assert next(c for c in report.checks if c.name == "target:signal").noise_std == 0.0
     assert sum(c.statistic == "tvd2" for c in report.checks) == pairs and 50 < pairs < 105
     assert report.n_real == n and report.n_synthetic == n
     # Σw² = 1 (verdict) + the diagnosis pool + 2 × the histograms' pool (√2 sensitivity each)
