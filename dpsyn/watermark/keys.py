@@ -62,12 +62,26 @@ def _read_key_file(path: Path) -> WatermarkKey:
 
 
 def new_key_file(path: Path) -> WatermarkKey:
-    """Create a fresh random key at ``path`` (mode 0600); fails if the file exists."""
+    """Create a fresh random key at ``path`` (mode 0600) and return the key the file holds.
+
+    The key is written to a private temporary file and hard-linked into place, so the file appears complete or
+    not at all; if another process created it first (processes starting together in one home), its key is the
+    one returned and used by all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32))
-    logger.info("created a new watermark key file under %s", path.parent)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # atomic, and fails if the key file exists
+            logger.info("created a new watermark key file under %s", path.parent)
+        except FileExistsError:
+            pass  # another process won: use its key
+    finally:
+        tmp.unlink(missing_ok=True)
     return _read_key_file(path)
 
 

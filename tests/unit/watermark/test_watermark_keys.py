@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 
 import pytest
@@ -47,8 +48,36 @@ def test_new_key_file_is_private_and_never_overwritten(tmp_path):
     k = new_key_file(p)
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
     assert k.secret == bytes.fromhex(p.read_text())
-    with pytest.raises(FileExistsError):
-        new_key_file(p)
+    before = p.read_text()
+    assert new_key_file(p).key_id == k.key_id and p.read_text() == before  # never overwritten: the existing key
+    assert [x.name for x in p.parent.iterdir()] == ["a.key"]  # no temporary file left
+
+
+def _load_in_child(home: str, barrier, out) -> None:
+    os.environ["DPSYN_HOME"] = home
+    os.environ.pop(KEY_ENV, None)
+    barrier.wait()
+    try:
+        out.put(load_key().key_id)
+    except Exception as e:  # reported, not raised: the parent asserts on it
+        out.put(f"error {type(e).__name__}")
+
+
+def test_processes_creating_the_key_together_all_get_the_same_key(tmp_path):
+    """Issue 24 (low): 1 in 15 trials of 6 processes creating the key at once failed."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for trial in range(8):
+        home = tmp_path / f"home{trial}"
+        barrier, out = ctx.Barrier(6), ctx.Queue()
+        procs = [ctx.Process(target=_load_in_child, args=(str(home), barrier, out)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        ids = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert len(set(ids)) == 1 and not ids[0].startswith("error"), ids
 
 
 def test_a_bad_key_file_is_named_not_quoted(home, monkeypatch, tmp_path):
