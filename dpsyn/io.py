@@ -309,17 +309,21 @@ def write_parquet_stream(tables, path: str | Path, *, row_group_rows: int | None
 
 
 @contextlib.contextmanager
-def staged_dir(dest: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+def staged_dir(dest: str | Path, *, overwrite: bool = False, on_stage=None) -> Iterator[Path]:
     """Yield a staging folder; on clean exit publish it at ``dest`` in one rename.
 
     On any exception the staging folder is removed and ``dest`` is untouched.
     An existing non-empty ``dest`` raises :class:`OutputExistsError` unless
     ``overwrite``; then the old folder is replaced (renamed aside, then removed).
+    ``on_stage(path)`` is called with the staging folder before anything is
+    written to it (so that a killed process's leftover can be found and removed).
     """
     dest = Path(dest).absolute()
     check_output_dir(dest, overwrite=overwrite)
     dest.parent.mkdir(parents=True, exist_ok=True)
     stage = dest.parent / f".{dest.name}.staging-{uuid.uuid4().hex[:8]}"
+    if on_stage is not None:
+        on_stage(stage)
     stage.mkdir()
     try:
         yield stage

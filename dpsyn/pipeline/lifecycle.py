@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
+from pathlib import Path
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import ConfigError
@@ -121,7 +122,17 @@ def abort(run_id: str, tracker: Tracker | None = None, *, settle_budget: bool = 
             tracker.end(ctx.tracker_run_id, "FAILED")
         except Exception:
             logger.warning("could not mark the stopped run FAILED in the tracker")
+    _remove_staging(ctx.workdir)
     ctx.workdir.remove(keep_reports_as=ctx.tracker_run_id or ctx.run_id)
+
+
+def _remove_staging(work: WorkDir) -> None:
+    """A release folder the run was still writing when it stopped (never published: dest is untouched)."""
+    if not work.exists(WorkDir.STAGING):
+        return
+    stage = Path(work.read_json(WorkDir.STAGING)["path"])
+    if stage.name.startswith(".") and ".staging-" in stage.name and stage.is_dir():
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 _PURPOSES = ("synthesize", "drift-check")

@@ -253,7 +253,10 @@ def publish(config: SynthesizeConfig, ctx: RunContext, manifest: dict, *, out: P
     work = ctx.workdir
     final = Path(out).absolute()
     dataset_id = uuid.uuid4().hex
-    with staged_dir(out, overwrite=config.overwrite) as stage:
+    def remember(stage: Path) -> None:
+        work.write_json(WorkDir.STAGING, {"path": str(stage)})
+
+    with staged_dir(out, overwrite=config.overwrite, on_stage=remember) as stage:
         synth = pd.read_parquet(work / WorkDir.WATERMARKED)
         write_table(synth, stage / "synthetic.csv")
         shutil.copy(work / WorkDir.REPORT, stage / "validation_report.json")

@@ -49,6 +49,7 @@ class WorkDir:
     CANARIES = "canaries.parquet"  # in-run audit: made-up records and their secret coins
     CANARY_COINS = "canary_coins.npy"
     RUN = "run.json"  # the run's context (ids, reservation, what has happened), for stages and failure handlers
+    STAGING = "staging.json"  # the release's staging folder while it is written (removed by abort if left)
     OWNER = OWNER_FILE  # the process that owns the folder (pid, host): the sweep removes it once that is gone
     PARTS = "parts"  # per-partition files of the prepare stage
     OPERATOR = "operator"  # reports with exact counts for the data owner

@@ -24,6 +24,10 @@ cfg = SynthesizeConfig.model_validate_json(sys.argv[1])
 ctx = lifecycle.begin(cfg)
 ctx = lifecycle.mark_read(ctx).update(tracker_run_id="trk-killed")
 (ctx.workdir / "masked.parquet").write_text("rows would be here")
+stage = cfg.out.parent / f".{cfg.out.name}.staging-0123abcd"  # killed while publishing
+stage.mkdir()
+(stage / "synthetic.csv").write_text("half a release")
+ctx.workdir.write_json("staging.json", {"path": str(stage)})
 with open(sys.argv[2], "w") as f:
     f.write(ctx.run_id)
 time.sleep(300)
@@ -75,6 +79,7 @@ def test_a_killed_run_is_cleaned_up_and_its_reservation_waits_for_close(tmp_path
             p.kill()
     assert sweep(tracker) == [run_id]
     assert not folder.exists()  # no masked rows left
+    assert not (tmp_path / ".out.staging-0123abcd").exists() and not (tmp_path / "out").exists()  # no half release
     assert ("end", "trk-killed", "FAILED") in tracker.calls and ("log_privacy", "trk-killed") in tracker.calls
     ledger = BudgetLedger(url)
     r = ledger.get(f"synthesize:{run_id}")
