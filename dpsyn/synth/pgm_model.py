@@ -168,8 +168,16 @@ def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], n
     for clique, noisy, std in measurements:
         ms.append(mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64), tuple(names[c] for c in clique),
                                         stddev=float(std)))
-    est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=float(total), iters=iters)
-    return _tables(est, dom, names, mbi)
+    try:
+        est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=float(total), iters=iters)
+        return _tables(est, dom, names, mbi)
+    finally:
+        # every fit compiles its own programs (their shapes are the table's); kept, they pile up memory maps
+        # (about 1,300 per fit on Adult) until a long-lived process (a worker, a benchmark) hits the kernel's
+        # limit and LLVM fails to allocate after ~50 fits
+        import jax
+
+        jax.clear_caches()
 
 
 def _tables(est, dom, names, mbi) -> GraphicalModel:
