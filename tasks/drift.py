@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from dpsyn.config import DriftMonitorConfig
 from dpsyn.pipeline import RunContext
 from dpsyn.pipeline import drift as drift_stages
-from tasks.options import PRIVATE
+from tasks.options import private_task
 
 DATA_PATH_TAG = "dpsyn.data_path"  # the training batch's file, set on every synthesize run
 
@@ -43,7 +43,7 @@ def champion_batch(config: DriftMonitorConfig) -> dict | None:
             "version": info["version"]}
 
 
-@task(name="begin-drift-check", **PRIVATE)
+@private_task("begin-drift-check")
 def begin(config: DriftMonitorConfig) -> RunContext:
     """Reserve the check's ε in the population's budget; make the run's work folder (keyed by the flow run)."""
     from prefect.runtime import flow_run
@@ -51,12 +51,12 @@ def begin(config: DriftMonitorConfig) -> RunContext:
     return drift_stages.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
 
 
-@task(name="drift-subcontext", **PRIVATE)
+@private_task("drift-subcontext")
 def sub_context(ctx: RunContext, name: str) -> RunContext:
     return drift_stages.sub_context(ctx, name)
 
 
-@task(name="detect-drift", **PRIVATE)
+@private_task("detect-drift")
 def detect(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> dict:
     """One DP release comparing the two prepared batches; the report (JSON, HTML) is written to the work folder."""
     result = drift_stages.detect(config, ctx, reference)
@@ -64,7 +64,7 @@ def detect(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> dict
     return result
 
 
-@task(name="budget-settle-drift", **PRIVATE)
+@private_task("budget-settle-drift")
 def settle(ctx: RunContext, privacy: dict) -> dict:
     from dpsyn.pipeline import lifecycle
 

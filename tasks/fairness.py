@@ -16,12 +16,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from dpsyn.config import FairnessAuditConfig
+from tasks.options import private_task
 
-PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)
 METHOD_NAMES = {"dpsgd": "DP-SGD", "dpsgd-s": "DP-SGD-S"}
 
 
-@task(name="fairness-audit", **PRIVATE)
+@private_task("fairness-audit")
 def audit_task(config: FairnessAuditConfig, method: str) -> dict:
     """One audit (2R + 1 models) with ``method``; per-group aggregates, utility and outcome fairness."""
     from dpsyn.audit.fairness_audit import run_fairness_audit

@@ -7,35 +7,33 @@ rows, so none caches, persists its result or retries.
 
 from __future__ import annotations
 
-from prefect import task
-
 from dpsyn.config import SynthesizeConfig
 from dpsyn.pipeline import RunContext, prepare
-from tasks.options import PRIVATE
+from tasks.options import private_task
 
 
-@task(name="plan-partitions", **PRIVATE)
+@private_task("plan-partitions")
 def plan(config: SynthesizeConfig, ctx: RunContext) -> int:
     """Cut the input into partitions; the number of partitions."""
     return prepare.plan(config, ctx)
 
 
-@task(name="scrub-partition", **PRIVATE)
+@private_task("scrub-partition")
 def scrub_partition(config: SynthesizeConfig, ctx: RunContext, index: int) -> int:
     return prepare.scrub_partition(config, ctx, index)
 
 
-@task(name="mask-partition", **PRIVATE)
+@private_task("mask-partition")
 def mask_partition(config: SynthesizeConfig, ctx: RunContext, index: int) -> int:
     return prepare.mask_partition(config, ctx, index)
 
 
-@task(name="real-statistics-partition", **PRIVATE)
+@private_task("real-statistics-partition")
 def statistics_partition(config: SynthesizeConfig, ctx: RunContext, index: int, kind: str) -> int:
     return prepare.statistics_partition(config, ctx, index, kind=kind)
 
 
-@task(name="merge-partitions", **PRIVATE)
+@private_task("merge-partitions")
 def merge(config: SynthesizeConfig, ctx: RunContext, count: int) -> dict:
     """One masked table, its holdout and the merged counts; the batch's public record."""
     return prepare.merge(config, ctx, count)

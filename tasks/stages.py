@@ -7,14 +7,12 @@ or retries: a retry could run a mechanism twice.
 
 from __future__ import annotations
 
-from prefect import task
-
 from dpsyn.config import SynthesizeConfig
 from dpsyn.pipeline import RunContext, lifecycle, manifest, stages
-from tasks.options import PRIVATE
+from tasks.options import private_task
 
 
-@task(name="begin-run", **PRIVATE)
+@private_task("begin-run")
 def begin(config: SynthesizeConfig) -> RunContext:
     """Refuse what would break the guarantee, reserve the run's (ε, δ), make its work folder (keyed by the flow
     run's id, so the failure hook finds it)."""
@@ -23,7 +21,7 @@ def begin(config: SynthesizeConfig) -> RunContext:
     return lifecycle.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
 
 
-@task(name="sweep-stopped-runs", **PRIVATE)
+@private_task("sweep-stopped-runs")
 def sweep_stopped(config: SynthesizeConfig) -> list[str]:
     """Close runs killed earlier (budget, MLflow, work folder: dpsyn.pipeline.lifecycle.sweep) and mark the flow
     runs Prefect still shows as running for them Crashed."""
@@ -46,27 +44,27 @@ def sweep_stopped(config: SynthesizeConfig) -> list[str]:
     return over
 
 
-@task(name="budget-mark-read", **PRIVATE)
+@private_task("budget-mark-read")
 def mark_read(ctx: RunContext) -> RunContext:
     return lifecycle.mark_read(ctx)
 
 
-@task(name="release-counts", **PRIVATE)
+@private_task("release-counts")
 def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
     return stages.release_counts(config, ctx)
 
 
-@task(name="fit-synthesizer", **PRIVATE)
+@private_task("fit-synthesizer")
 def fit(config: SynthesizeConfig, ctx: RunContext) -> dict:
     return stages.fit(config, ctx)
 
 
-@task(name="sample", **PRIVATE)
+@private_task("sample")
 def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
     return stages.sample(config, ctx)
 
 
-@task(name="watermark", **PRIVATE)
+@private_task("watermark")
 def watermark(config: SynthesizeConfig, ctx: RunContext, batch_id: str) -> dict:
     """The keyed marks; the key comes from ``watermark.key_block`` (a Prefect Secret) when set."""
     key = None
@@ -77,23 +75,23 @@ def watermark(config: SynthesizeConfig, ctx: RunContext, batch_id: str) -> dict:
     return stages.watermark(config, ctx.reload(), batch_id=batch_id, key=key)
 
 
-@task(name="validate", **PRIVATE)
+@private_task("validate")
 def validate(config: SynthesizeConfig, ctx: RunContext) -> dict:
     return stages.validate(config, ctx)
 
 
-@task(name="privacy-summary", **PRIVATE)
+@private_task("privacy-summary")
 def privacy_summary(ctx: RunContext) -> dict | None:
     return stages.privacy_summary(ctx)
 
 
-@task(name="budget-settle", **PRIVATE)
+@private_task("budget-settle")
 def settle(ctx: RunContext, privacy: dict) -> dict:
     """Commit the accountant's spend; the population's lifetime totals."""
     return lifecycle.settle(ctx, privacy, note=f"mlflow run {ctx.reload().tracker_run_id}")
 
 
-@task(name="build-manifest", **PRIVATE)
+@private_task("build-manifest")
 def build_manifest(config: SynthesizeConfig, ctx: RunContext, batch: dict, counts: dict, watermark: dict,
                    privacy: dict, report: dict, lifetime: dict) -> dict:
     public = manifest.training_batch(config, batch, stages.count_estimate(counts))
@@ -101,7 +99,7 @@ def build_manifest(config: SynthesizeConfig, ctx: RunContext, batch: dict, count
                                    report=report, lifetime=lifetime)
 
 
-@task(name="gate-verdict", **PRIVATE)
+@private_task("gate-verdict")
 def check_gate(config: SynthesizeConfig, report: dict, result: dict | None = None,
                registered: dict | None = None) -> None:
     """A failing (or uninformative, unless allowed) gate stops the run here: nothing is published (the spend
@@ -110,7 +108,7 @@ def check_gate(config: SynthesizeConfig, report: dict, result: dict | None = Non
     manifest.raise_if_gate_failed(report, allow_uninformative=config.validation.allow_uninformative, result=result)
 
 
-@task(name="publish", **PRIVATE)
+@private_task("publish")
 def publish(config: SynthesizeConfig, ctx: RunContext, result: dict, registered: dict | None) -> dict:
     """Write the release into place (its own folder per version with ``versioned_output``), lineage first."""
     ctx = ctx.reload()
@@ -119,7 +117,7 @@ def publish(config: SynthesizeConfig, ctx: RunContext, result: dict, registered:
     return {**stages.publish(config, ctx, result, out=out), **result}
 
 
-@task(name="finish-run", **PRIVATE)
+@private_task("finish-run")
 def finish(ctx: RunContext) -> None:
     """Remove the work folder (the operator reports move to $DPSYN_HOME/operator/<MLflow run id>/)."""
     lifecycle.finish(ctx.reload())
