@@ -202,6 +202,17 @@ class Ledger:
         logger.info("lineage: recorded dataset %s (run %s)", d.dataset_id, m.run_id)
         return d.dataset_id
 
+    def withdraw(self, dataset_id: str) -> bool:
+        """Remove the record of a release that was never published (its run stopped between recording it and
+        renaming its folder into place): its dataset row and its code. The training run and batch stay (they
+        happened). Returns whether anything was removed."""
+        with self._connect(write=True) as db:
+            gone = db.execute("DELETE FROM codes WHERE dataset_id = ?", (dataset_id,)).rowcount
+            gone += db.execute("DELETE FROM datasets WHERE dataset_id = ?", (dataset_id,)).rowcount
+        if gone:
+            logger.info("lineage: withdrew dataset %s (never published)", dataset_id)
+        return bool(gone)
+
     @staticmethod
     def _same(db: sqlite3.Connection, r: Release) -> bool:
         row = db.execute(_SELECT + " WHERE c.code = ?", (r.code,)).fetchone()

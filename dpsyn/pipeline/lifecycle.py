@@ -127,12 +127,18 @@ def abort(run_id: str, tracker: Tracker | None = None, *, settle_budget: bool = 
 
 
 def _remove_staging(work: WorkDir) -> None:
-    """A release folder the run was still writing when it stopped (never published: dest is untouched)."""
+    """A release the run was still writing when it stopped (never published: dest is untouched): its staging
+    folder is removed and, if it was already recorded in the lineage ledger, its record withdrawn."""
     if not work.exists(WorkDir.STAGING):
         return
-    stage = Path(work.read_json(WorkDir.STAGING)["path"])
+    info = work.read_json(WorkDir.STAGING)
+    stage = Path(info["path"])
     if stage.name.startswith(".") and ".staging-" in stage.name and stage.is_dir():
         shutil.rmtree(stage, ignore_errors=True)
+        if info.get("dataset_id"):
+            from dpsyn.lineage import Ledger
+
+            Ledger(info.get("lineage_url")).withdraw(info["dataset_id"])
 
 
 _PURPOSES = ("synthesize", "drift-check")

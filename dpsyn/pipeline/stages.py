@@ -253,8 +253,9 @@ def publish(config: SynthesizeConfig, ctx: RunContext, manifest: dict, *, out: P
     work = ctx.workdir
     final = Path(out).absolute()
     dataset_id = uuid.uuid4().hex
-    def remember(stage: Path) -> None:
-        work.write_json(WorkDir.STAGING, {"path": str(stage)})
+    def remember(stage: Path) -> None:  # a stop before the rename: abort removes the folder and withdraws the record
+        work.write_json(WorkDir.STAGING, {"path": str(stage), "dataset_id": dataset_id,
+                                          "lineage_url": config.lineage_url})
 
     with staged_dir(out, overwrite=config.overwrite, on_stage=remember) as stage:
         synth = pd.read_parquet(work / WorkDir.WATERMARKED)

@@ -107,3 +107,27 @@ def test_scratch_folders_of_dead_processes_go_and_others_stay(tmp_path):
     assert not live.exists()
     other.joinpath("owner.json").unlink()
     other.rmdir()
+
+
+def test_a_release_recorded_but_never_renamed_into_place_is_withdrawn(tmp_path):
+    """Issue 24 (low): a kill during publish left the lineage row of a release that never appeared."""
+    from dpsyn.lineage import Ledger, Release
+    from dpsyn.pipeline.lifecycle import _remove_staging
+    from dpsyn.pipeline.workdir import WorkDir
+
+    url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    manifest = {"mlflow_run_id": "r" * 32, "schema": "adult", "synthesizer": "pgm",
+                "training_batch": {"batch_id": "b" * 64, "rows_estimate": 10, "source": "x.csv"},
+                "watermark": {"code": "0123456789abcdef", "key_id": "k" * 16, "timestamp": "2026-01-01T00:00:00"},
+                "epsilon_spent": 1.0, "delta": 1e-6, "accountant": "prv", "gate_passed": True}
+    stage = tmp_path / ".out.staging-deadbeef"
+    stage.mkdir()
+    rel = Release.from_manifest(manifest, dataset_sha256="0" * 64, path=tmp_path / "out" / "synthetic.csv", rows=10,
+                                validation={"checks": []}, dataset_id="d" * 32)
+    Ledger(url).record(rel)
+    assert Ledger(url).get("0123456789abcdef") is not None
+    work = WorkDir(tmp_path / "work")
+    work.path.mkdir()
+    work.write_json(WorkDir.STAGING, {"path": str(stage), "dataset_id": "d" * 32, "lineage_url": url})
+    _remove_staging(work)
+    assert not stage.exists() and Ledger(url).get("0123456789abcdef") is None
