@@ -42,8 +42,9 @@ def test_a_demo_killed_mid_run_leaves_nothing_after_the_next_command(tmp_path, s
     home, tmpdir = tmp_path / "home", tmp_path / "tmp"
     tmpdir.mkdir()
     env = _env(home, tmpdir)
+    # its own process group: the kill takes the embedded Prefect server with it, as killing a job does
     p = subprocess.Popen([sys.executable, "-m", "dpsyn_cli.main", "demo", "--out", str(tmp_path / "out"), "--json"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     try:
         deadline = time.time() + 600
         while not list((home / "work").glob(f"*/{stage}")):
@@ -51,11 +52,11 @@ def test_a_demo_killed_mid_run_leaves_nothing_after_the_next_command(tmp_path, s
             assert time.time() < deadline, "the stage was not reached in time"
             time.sleep(0.2)
         assert list((home / "work").glob("demo-input-*/adult_demo.csv"))  # the raw-identifier input, private
-        os.kill(p.pid, signal.SIGKILL)
+        os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
     finally:
         if p.poll() is None:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
     res = _cli("budget", "show", "--json", env=env)
     assert res.returncode == 0, res.stderr
     assert "cleaned up 1 run(s) whose process was killed" in res.stderr
