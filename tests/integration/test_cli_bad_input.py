@@ -169,3 +169,12 @@ def test_a_cell_larger_than_16_mib_is_exit_2_naming_its_line(tmp_path):
     data = _write(tmp_path / "big.data", (ADULT_LINE * 3 + big + ADULT_LINE).encode())
     r = _cli("run", "--data", str(data), "--schema", "adult", "--out", str(tmp_path / "out"), home=tmp_path / "h")
     _refused(r, "big.data line 4 holds a field larger than 16 MiB", home=tmp_path / "h", out=tmp_path / "out")
+
+
+def test_a_demo_too_small_for_its_gate_is_refused_up_front(tmp_path):
+    """Issue 24 (low): `dpsyn demo --rows 1000` could fail its own gate after spending ε."""
+    r = _cli("demo", "--rows", "1000", "--out", str(tmp_path / "out"), home=tmp_path / "h")
+    assert r.returncode == 2, r.stderr
+    assert "too small for the validation gate at ε = 1" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "h" / "budget.db").exists() and not (tmp_path / "out").exists()
+    assert not list((tmp_path / "h" / "work").glob("*"))  # its raw-identifier input is gone too
