@@ -35,6 +35,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"dpsyn {version('dpsyn')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _app(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print dpsyn's version and exit.")] = False) -> None:
+    """Privacy-safe synthetic data for sensitive tables, with accounted differential privacy."""
+
+
 def _preflight(config) -> None:
     """Check the inputs before anything starts: schema, data file, output folder (dpsyn.pipeline.check_input)."""
     from dpsyn.pipeline.check_input import check_input
@@ -151,19 +166,57 @@ def _make_config(**kw):
         raise ConfigError(f"invalid option {where}: {first['msg']}") from None
 
 
+def _config_file(path: Path | None) -> dict:
+    """The settings of a ``--config`` file (YAML or JSON of ``dpsyn.config.SynthesizeConfig``, as a deployment
+    takes them); errors name the file, never its content."""
+    if path is None:
+        return {}
+    from dpsyn.errors import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise ConfigError(f"config file is not valid YAML/JSON text: {path}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file must hold a mapping of SynthesizeConfig settings: {path}")
+    return raw
+
+
+def _merged(base: dict, **given) -> dict:
+    """``base`` (a config file's settings) with the options given on the command line on top (None: not given);
+    ``privacy`` and ``validation`` merge key by key."""
+    out = dict(base)
+    for key, value in given.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            out[key] = {**(out.get(key) or {}), **{k: v for k, v in value.items() if v is not None}}
+        else:
+            out[key] = value
+    return out
+
+
 @app.command()
 def run(
-    data: Annotated[Path, typer.Option("--data", help="The sensitive table (CSV or Parquet).")],
-    schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder (must not exist or be empty).")],
-    epsilon: EpsOpt = 1.0,
+    data: Annotated[Path | None, typer.Option("--data", help="The sensitive table (CSV or Parquet).")] = None,
+    schema: Annotated[str | None, typer.Option("--schema", help="Schema YAML path or shipped schema name.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (must not exist or be empty).")] = None,
+    epsilon: Annotated[float | None, typer.Option(
+        "--epsilon", help="Total privacy budget ε for the run (> 0; default 1).")] = None,
     delta: DeltaOpt = None,
-    synthesizer: Annotated[str, typer.Option(
-        "--synthesizer", help="Synthesizer name: pgm (the default rule's choice), dpgen, dpdsyn.")] = "pgm",
+    synthesizer: Annotated[str | None, typer.Option(
+        "--synthesizer", help="Synthesizer name: pgm (the default rule's choice), dpgen, dpdsyn.")] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs (synthesizer setting).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty output folder.")] = False,
     rules: Annotated[str | None, typer.Option(
         "--rules", help="Rules YAML the gate checks (default: the rules shipped for the schema, if any).")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="YAML/JSON of dpsyn.config.SynthesizeConfig (every setting, as a deployment takes them); "
+                         "the options given here override it.")] = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -172,16 +225,22 @@ def run(
     set_env_defaults(verbose)
 
     def go():
-        if not epsilon > 0:
-            from dpsyn.errors import ConfigError
+        from dpsyn.errors import ConfigError
 
+        if epsilon is not None and not epsilon > 0:
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
-        cfg = _make_config(
-            data=data, table_schema=schema, out=out, overwrite=overwrite, synthesizer=synthesizer,
-            synthesizer_config=_epochs_setting(synthesizer, epochs),
-            privacy={"epsilon": epsilon, "delta": delta},
-            **({"validation": {"rules": str(Path(rules).absolute()) if Path(rules).suffix else rules}} if rules else {}),
-        )
+        settings = _merged(
+            _config_file(config), data=data, table_schema=schema, out=out, overwrite=overwrite or None,
+            synthesizer=synthesizer, privacy={"epsilon": epsilon, "delta": delta},
+            validation={"rules": str(Path(rules).absolute()) if Path(rules).suffix else rules} if rules else None)
+        for key, option in (("data", "--data"), ("table_schema", "--schema"), ("out", "--out")):
+            if settings.get(key) is None:
+                raise ConfigError(f"{option} is required (or {key}: in the --config file)")
+        if epochs is not None:
+            name = settings.get("synthesizer") or "pgm"
+            settings["synthesizer_config"] = {**(settings.get("synthesizer_config") or {}),
+                                              **_epochs_setting(name, epochs)}
+        cfg = _make_config(**settings)
         _preflight(cfg)
         return _run_flow(cfg, as_json=as_json, verbose=verbose)
 

@@ -178,3 +178,26 @@ def test_a_demo_too_small_for_its_gate_is_refused_up_front(tmp_path):
     assert "too small for the validation gate at ε = 1" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "h" / "budget.db").exists() and not (tmp_path / "out").exists()
     assert not list((tmp_path / "h" / "work").glob("*"))  # its raw-identifier input is gone too
+
+
+def test_run_takes_a_deployment_config_file_and_options_override_it(tmp_path, adult_sample_path):
+    """Issue 23 (CLI): `dpsyn run --config FILE` takes the SynthesizeConfig a deployment takes."""
+    data = _write(tmp_path / "small.data", "".join(adult_sample_path.read_text().splitlines(True)[:129]).encode())
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(f"data: {data}\ntable_schema: adult\nout: {tmp_path / 'out'}\nprivacy: {{epsilon: 2.0}}\n"
+                   "validation: {allow_uninformative: false}\n")
+    r = _cli("run", "--config", str(cfg), home=tmp_path / "h")
+    _refused(r, "too small for the validation gate at ε = 2", home=tmp_path / "h")  # read from the file
+    r = _cli("run", "--config", str(cfg), "--epsilon", "0.5", home=tmp_path / "h")
+    _refused(r, "at ε = 0.5", home=tmp_path / "h")  # the option wins
+    cfg.write_text(f"data: {data}\ntable_schema: adult\n")
+    _refused(_cli("run", "--config", str(cfg), home=tmp_path / "h"), "--out is required", home=tmp_path / "h")
+    cfg.write_text("- not a mapping\n")
+    _refused(_cli("run", "--config", str(cfg), home=tmp_path / "h"), "must hold a mapping", home=tmp_path / "h")
+    _refused(_cli("run", "--config", str(tmp_path / "nope.yaml"), home=tmp_path / "h"), "config file not found",
+             home=tmp_path / "h")
+
+
+def test_version_prints_and_exits_0(tmp_path):
+    r = _cli("--version", home=tmp_path / "h")
+    assert r.returncode == 0 and r.stdout.startswith("dpsyn ")
