@@ -36,6 +36,16 @@ def _done(stage: str) -> None:
     report(f"stage: {stage}", 1, 1)
 
 
+def _heartbeat(ctx: RunContext) -> None:
+    """Tell the budget ledger the run is alive (``dpsyn budget show`` shows it for runs on other hosts)."""
+    from dpsyn.privacy.budget import BudgetLedger
+
+    try:
+        BudgetLedger(ctx.ledger_url).heartbeat(ctx.budget_key)
+    except Exception:  # a heartbeat is advice: a busy or missing ledger must not stop the run
+        logger.debug("budget heartbeat not recorded")
+
+
 def load_accountant(work: WorkDir) -> PrivacyAccountant:
     return PrivacyAccountant.from_state_dict(work.read_json(WorkDir.PRIVACY))
 
@@ -79,6 +89,7 @@ def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
 
 def fit(config: SynthesizeConfig, ctx: RunContext) -> dict:
     """Fit the DP synthesizer on the run's accountant (the counts and the gate's share already on it)."""
+    _heartbeat(ctx)
     from dpsyn.synth import create
 
     work = ctx.workdir
@@ -110,6 +121,7 @@ def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
     """Sample the synthetic table, as many rows as ``n_samples`` or else the noisy count of all real rows; more rows
     than a partition (``scale.partition_rows``) are drawn in chunks of that size (each a full ``sample`` call:
     raked to the model's noisy marginals on its own), streamed to disk."""
+    _heartbeat(ctx)
     from dpsyn.pipeline.merge import merge_parquet
     from dpsyn.pipeline.partition import partition_seed
 
@@ -151,6 +163,7 @@ def watermark(config: SynthesizeConfig, ctx: RunContext, *, batch_id: str, key=N
     """Embed the keyed statistical mark (if enabled), then the per-record HMAC code in ``_wm`` and text cells.
 
     ``key``: the pipeline's watermark key (default :func:`dpsyn.watermark.load_key`)."""
+    _heartbeat(ctx)
     from dpsyn.schema import ColumnKind
     from dpsyn.watermark import apply_watermark, embed_statistical_with_report, load_key, record_code
 
@@ -192,6 +205,7 @@ def _keep_batch_digests(config: SynthesizeConfig, work: WorkDir, key) -> None:
 def validate(config: SynthesizeConfig, ctx: RunContext) -> dict:
     """The DP fidelity gate on exactly what would be published (less ``_wm``); its reads of the real rows are
     charged to the run's accountant. Writes the report (JSON, HTML, Great Expectations Data Docs)."""
+    _heartbeat(ctx)
     from dpsyn.load import strip_watermark
     from dpsyn.validation import RealStatistics, gate_rules
     from dpsyn.validation import validate as run_gate

@@ -51,6 +51,10 @@ def test_the_reservation_and_the_run_use_one_delta_whatever_the_row_count(tmp_pa
     try:
         r = BudgetLedger(url).get(ctx.budget_key)
         assert r.reserved_delta == ctx.delta == cfg.privacy.resolved_delta(load_schema("adult").population_size)
+        from dpsyn.pipeline.stages import _heartbeat
+
+        _heartbeat(ctx)  # each stage says the run is alive
+        assert BudgetLedger(url).get(ctx.budget_key).heartbeat_at >= r.heartbeat_at
     finally:
         BudgetLedger(url).release(ctx.budget_key)
         ctx.workdir.remove()
