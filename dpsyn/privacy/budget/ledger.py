@@ -63,16 +63,28 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
-import os
-import socket
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
-from dpsyn.home import sqlite_file
 from dpsyn.privacy.budget.models import Access, PopulationBudget, Reservation
+from dpsyn.privacy.budget.store import (
+    _SCHEMA,
+    BUDGET_ENV,
+    BUDGET_VERSION,
+    _check_delta,
+    _check_epsilon,
+    _check_name,
+    _exceeds,
+    _migrate,
+    _now,
+    _over_cap,
+    _owner,
+    _reservation,
+    _same,
+    _totals,
+    budget_path,
+)
 from dpsyn.sqlite import connect
 
 __all__ = [
@@ -86,123 +98,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-BUDGET_ENV = "DPSYN_BUDGET_URL"
-BUDGET_VERSION = 1
-_REL_TOL = 1e-9
-
-
-_SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS meta (
-        name  TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS populations (
-        population  TEXT PRIMARY KEY,
-        cap_epsilon REAL CHECK (cap_epsilon IS NULL OR cap_epsilon >= 0),
-        cap_delta   REAL CHECK (cap_delta IS NULL OR (cap_delta >= 0 AND cap_delta <= 1)),
-        created_at  TEXT NOT NULL,
-        cap_set_at  TEXT
-    )""",
-    """CREATE TABLE IF NOT EXISTS reservations (
-        run_id           TEXT PRIMARY KEY,
-        population       TEXT NOT NULL REFERENCES populations(population),
-        purpose          TEXT NOT NULL,
-        state            TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'released')),
-        reserved_epsilon REAL NOT NULL CHECK (reserved_epsilon >= 0),
-        reserved_delta   REAL NOT NULL CHECK (reserved_delta >= 0 AND reserved_delta <= 1),
-        spent_epsilon    REAL CHECK (spent_epsilon IS NULL OR spent_epsilon >= 0),
-        spent_delta      REAL CHECK (spent_delta IS NULL OR (spent_delta >= 0 AND spent_delta <= 1)),
-        read_at          TEXT,
-        note             TEXT NOT NULL DEFAULT '',
-        created_at       TEXT NOT NULL,
-        updated_at       TEXT NOT NULL,
-        owner_pid        INTEGER,
-        owner_host       TEXT,
-        heartbeat_at     TEXT,
-        closed_by        TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS reservations_by_population ON reservations(population, state)",
-    """CREATE TABLE IF NOT EXISTS accesses (
-        access_id   INTEGER PRIMARY KEY AUTOINCREMENT,
-        population  TEXT NOT NULL REFERENCES populations(population),
-        tool        TEXT NOT NULL,
-        note        TEXT NOT NULL DEFAULT '',
-        created_at  TEXT NOT NULL
-    )""",
-]
-
-#: columns added after version 1 (an older ledger gains them on its next write)
-_ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "heartbeat_at": "TEXT", "closed_by": "TEXT"}
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    have = {r["name"] for r in db.execute("PRAGMA table_info(reservations)")}
-    for column, kind in _ADDED_COLUMNS.items():
-        if column not in have:
-            db.execute(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
-
-
-def _owner() -> tuple[int, str]:
-    return os.getpid(), socket.gethostname()
-
-
-def budget_path(url: str | Path | None = None) -> Path:
-    """The SQLite file of a budget ledger URL (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path).
-
-    ``None`` means ``$DPSYN_BUDGET_URL`` if set, else ``$DPSYN_HOME/budget.db``.
-    """
-    return sqlite_file(url, env=BUDGET_ENV, default_name="budget.db", what="budget ledger")
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _exceeds(value: float, limit: float) -> bool:
-    """``value > limit``, allowing a relative floating-point slack."""
-    return value > limit + max(abs(limit) * _REL_TOL, 1e-15)
-
-
-def _same(a: float | None, b: float | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
-
-
-def _check_epsilon(value: float | None, what: str, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise InputError(f"{what} must be a finite number ≥ 0 (got {value!r})")
-
-
-def _check_delta(value: float | None, what: str, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= 1:
-        raise InputError(f"{what} must be a number in [0, 1] (got {value!r})")
-
-
-def _check_name(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{what} must be a non-empty string")
-
-
-def _reservation(row: sqlite3.Row) -> Reservation:
-    return Reservation(**dict(zip(row.keys(), tuple(row), strict=True)))
-
-
-def _totals(db: sqlite3.Connection, population: str) -> tuple[float, float, float, float]:
-    """(spent ε, reserved ε, spent δ, reserved δ) of a population, summed exactly."""
-    rows = db.execute("SELECT state, reserved_epsilon, reserved_delta, spent_epsilon, spent_delta "
-                      "FROM reservations WHERE population = ? AND state != 'released'", (population,)).fetchall()
-    committed = [r for r in rows if r["state"] == "committed"]  # they count what they spent
-    return (math.fsum(r["spent_epsilon"] or 0.0 for r in committed),
-            math.fsum(r["reserved_epsilon"] for r in rows if r["state"] == "reserved"),  # open: in full
-            math.fsum(r["spent_delta"] or 0.0 for r in committed),
-            math.fsum(r["reserved_delta"] for r in rows if r["state"] == "reserved"))
 
 
 class BudgetLedger:
@@ -483,14 +378,3 @@ class BudgetLedger:
                     accesses=[Access(**dict(zip(a.keys(), tuple(a), strict=True))) for a in accesses],
                 ))
         return out
-
-
-def _over_cap(population: str, symbol: str, asked: float, cap: float, spent: float, reserved: float,
-              run_id: str) -> str:
-    remaining = cap - spent - reserved
-    return (f"privacy budget of population '{population}' exceeded: run {run_id} asks for {symbol}={asked:g}, "
-            f"but the lifetime cap is {symbol}={cap:g}, with {spent:g} spent and {reserved:g} reserved by open runs, "
-            f"so {max(remaining, 0.0):g} remains. Raise the cap (dpsyn budget set-cap --population {population} "
-            f"...) if the data owner allows it, wait for open runs to commit or release (a run whose process is "
-            f"gone never will: dpsyn budget show marks it dead, dpsyn budget close RUN settles it), or use a "
-            f"smaller {symbol}")
