@@ -52,5 +52,5 @@ def test_four_concurrent_runs_in_one_fresh_home_all_finish(tmp_path):
         assert "Traceback" not in err
     from dpsyn.privacy.budget import BudgetLedger
 
-    (pop,) = BudgetLedger(home / "budget.db").status("adult")
+    (pop,) = BudgetLedger(home / "budget.db").status()  # adult's population (uci-adult)
     assert [r.state for r in pop.runs] == ["committed"] * 4
