@@ -115,6 +115,7 @@ def _refused(r, needle: str, *, home: Path, out: Path | None = None) -> None:
         assert not out.exists()
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_a_duplicate_header_name_is_refused_by_name(tmp_path):
     lines = _diabetes_lines(300)
     head = lines[0].rstrip("\n").split(",")
@@ -126,12 +127,14 @@ def test_a_duplicate_header_name_is_refused_by_name(tmp_path):
     assert _digest(data) == before
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_a_utf8_bom_before_the_header_is_read(tmp_path):
     data = _write(tmp_path / "bom.csv", b"\xef\xbb\xbf" + "".join(_diabetes_lines(300)).encode())
     r = _cli("run", "--data", str(data), "--schema", "diabetes130", "--out", str(tmp_path / "out"), home=tmp_path / "h")
     _refused(r, "too small for the validation gate", home=tmp_path / "h")  # read as data: the header matched
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_a_file_named_like_a_shipped_schema_does_not_replace_it(tmp_path, adult_sample_path):
     (tmp_path / "adult").write_text("name: mine\ncolumns: []\n")
     data = _write(tmp_path / "small.data", "".join(adult_sample_path.read_text().splitlines(True)[:129]).encode())
@@ -140,6 +143,7 @@ def test_a_file_named_like_a_shipped_schema_does_not_replace_it(tmp_path, adult_
     _refused(r, "too small for the validation gate", home=tmp_path / "h")  # the shipped schema read the rows
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_an_unwritable_out_is_refused_before_anything_is_spent(tmp_path, adult_sample_path):
     (tmp_path / "a_file").write_text("not a folder")
     out = tmp_path / "a_file" / "out"
@@ -147,6 +151,7 @@ def test_an_unwritable_out_is_refused_before_anything_is_spent(tmp_path, adult_s
     _refused(r, "cannot write the output folder", home=tmp_path / "h")
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_an_out_that_holds_the_input_is_refused(tmp_path, adult_sample_path):
     folder = tmp_path / "data"
     folder.mkdir()
@@ -157,12 +162,14 @@ def test_an_out_that_holds_the_input_is_refused(tmp_path, adult_sample_path):
     assert data.read_bytes() == adult_sample_path.read_bytes()
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_scrub_refuses_to_overwrite_its_own_input(tmp_path, adult_sample_path):
     data = _write(tmp_path / "adult.csv", b"")  # content never read: refused on the paths alone
     r = _cli("scrub", "--data", str(data), "--schema", "adult", "--out", str(data), "--overwrite", home=tmp_path / "h")
     assert r.returncode == 2 and "is the input file" in r.stderr, r.stderr
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_a_cell_larger_than_16_mib_is_exit_2_naming_its_line(tmp_path):
     """Issue 24 (low): a 10 MB field exited 1 (an unexpected error) instead of 2."""
     big = ADULT_LINE.replace("State-gov", "x" * (17 * 1024 * 1024))
@@ -171,6 +178,7 @@ def test_a_cell_larger_than_16_mib_is_exit_2_naming_its_line(tmp_path):
     _refused(r, "big.data line 4 holds a field larger than 16 MiB", home=tmp_path / "h", out=tmp_path / "out")
 
 
+@pytest.mark.slow  # builds the demo input and reads it
 def test_a_demo_too_small_for_its_gate_is_refused_up_front(tmp_path):
     """Issue 24 (low): `dpsyn demo --rows 1000` could fail its own gate after spending ε."""
     r = _cli("demo", "--rows", "1000", "--out", str(tmp_path / "out"), home=tmp_path / "h")
@@ -180,6 +188,7 @@ def test_a_demo_too_small_for_its_gate_is_refused_up_front(tmp_path):
     assert not list((tmp_path / "h" / "work").glob("*"))  # its raw-identifier input is gone too
 
 
+@pytest.mark.slow  # five CLI processes
 def test_run_takes_a_deployment_config_file_and_options_override_it(tmp_path, adult_sample_path):
     """Issue 23 (CLI): `dpsyn run --config FILE` takes the SynthesizeConfig a deployment takes."""
     data = _write(tmp_path / "small.data", "".join(adult_sample_path.read_text().splitlines(True)[:129]).encode())

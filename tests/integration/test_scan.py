@@ -391,6 +391,7 @@ def test_scan_after_scrub_is_clean_but_raw_copy_is_not(app, runner, inputs, tmp_
     assert runner.invoke(app, ["scan", str(outdir)]).exit_code == 1
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_scan_searches_whole_stores_by_default_and_a_cap_is_exit_3(app, runner, tmp_path):
     """Issue 24, finding 8: `dpsyn scan` said "No PII found" (exit 0) when the leaks lay past its 20,000-row cap."""
     db = tmp_path / "store.db"

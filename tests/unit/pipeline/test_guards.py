@@ -34,6 +34,7 @@ def test_mlflow_params_exclude_the_noise_seed():
     assert "privacy.noise_seed" not in params and "123456789" not in params.values()
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_the_reservation_and_the_run_use_one_delta_whatever_the_row_count(tmp_path):
     """Issue 24, finding 3: a table under 10 rows trained at δ = 0.1 (a δ rule on the row count) while the budget
     reserved δ = 0.01. δ is a rule on the schema's public population size only, so both are the same."""

@@ -51,6 +51,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 def test_a_killed_run_is_cleaned_up_and_its_reservation_waits_for_close(tmp_path, adult_sample_path):
     from dpsyn.config import SynthesizeConfig
 

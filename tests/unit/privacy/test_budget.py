@@ -311,6 +311,7 @@ def test_a_run_killed_while_training_stays_charged(url):
     assert ledger.reserve("adult", "next", epsilon=2.5).state == "reserved"
 
 
+@pytest.mark.slow  # a process of its own (CLI or run)
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_a_killed_run_shows_dead_and_close_settles_it_in_full(url, cli):
     """Issue 24, finding 5: a SIGKILLed run looked reserved like a running one, and no command resolved it."""

@@ -159,6 +159,7 @@ def test_without_a_task_model_every_feature_target_pair_is_measured(table):
     assert len(off.training_["pairs"]) >= 1
 
 
+@pytest.mark.slow  # seven JAX compilations
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
 def test_fits_in_one_process_do_not_pile_up_compiled_programs():
     """A long-lived process (a worker, a benchmark) crashed after ~50 pgm fits: each left ~1,300 memory maps of

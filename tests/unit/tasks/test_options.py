@@ -32,6 +32,7 @@ def test_dpsyn_errors_pass_as_they_are():
         _ours.fn()
 
 
+@pytest.mark.slow  # a flow run against the test API
 def test_prefect_stores_no_value(prefect_harness):
     from prefect import flow
     from prefect.client.orchestration import get_client
