@@ -55,6 +55,25 @@ def set_env_defaults(verbose: bool = False) -> None:
     sweep_stopped()
 
 
+def read_config_file(path: Path | None, what: str = "settings") -> dict:
+    """The mapping in a YAML/JSON config file ({} for None); errors name the file, never its content."""
+    if path is None:
+        return {}
+    from dpsyn.errors import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    import yaml
+
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise ConfigError(f"config file is not valid YAML/JSON text: {path}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file must hold a mapping of {what}: {path}")
+    return raw
+
+
 def start_prefect() -> None:
     """Start Prefect's embedded API before a flow runs, one process at a time (a file lock in ``$PREFECT_HOME``):
     runs starting together in one home otherwise race on its database migration. A server that does not come up

@@ -23,6 +23,7 @@ from dpsyn_cli.common import (
     JsonOpt,
     VerboseOpt,
     handle,
+    read_config_file,
     set_env_defaults,
     start_prefect,
 )
@@ -166,26 +167,6 @@ def _make_config(**kw):
         raise ConfigError(f"invalid option {where}: {first['msg']}") from None
 
 
-def _config_file(path: Path | None) -> dict:
-    """The settings of a ``--config`` file (YAML or JSON of ``dpsyn.config.SynthesizeConfig``, as a deployment
-    takes them); errors name the file, never its content."""
-    if path is None:
-        return {}
-    from dpsyn.errors import ConfigError
-
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (UnicodeDecodeError, yaml.YAMLError):
-        raise ConfigError(f"config file is not valid YAML/JSON text: {path}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config file must hold a mapping of SynthesizeConfig settings: {path}")
-    return raw
-
-
 def _merged(base: dict, **given) -> dict:
     """``base`` (a config file's settings) with the options given on the command line on top (None: not given);
     ``privacy`` and ``validation`` merge key by key."""
@@ -230,7 +211,7 @@ def run(
         if epsilon is not None and not epsilon > 0:
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
         settings = _merged(
-            _config_file(config), data=data, table_schema=schema, out=out, overwrite=overwrite or None,
+            read_config_file(config, "SynthesizeConfig settings"), data=data, table_schema=schema, out=out, overwrite=overwrite or None,
             synthesizer=synthesizer, privacy={"epsilon": epsilon, "delta": delta},
             validation={"rules": str(Path(rules).absolute()) if Path(rules).suffix else rules} if rules else None)
         for key, option in (("data", "--data"), ("table_schema", "--schema"), ("out", "--out")):

@@ -32,6 +32,7 @@ from dpsyn_cli.common import (
     VerboseOpt,
     fail,
     handle,
+    read_config_file,
     set_env_defaults,
 )
 
@@ -51,16 +52,7 @@ def _load_config(path: Path | None, model):
 
     if path is None:
         return model()
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (UnicodeDecodeError, yaml.YAMLError):
-        raise ConfigError(f"config file is not valid YAML/JSON text: {path}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config file must hold a mapping of settings: {path}")
+    raw = read_config_file(path)
     try:
         return model.model_validate(raw)
     except ValidationError as e:

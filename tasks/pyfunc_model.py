@@ -35,7 +35,6 @@ store is not trusted)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import numbers
 import pickle
@@ -53,11 +52,9 @@ DIGESTS_TAG = "dpsyn.artifact_sha256"  # run and version tag: {relative path: SH
 
 
 def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from dpsyn.io import file_sha256 as sha256  # at call time: this module stays light to import
+
+    return sha256(path)
 
 
 #: written by MLflow into a download of a registered version (its name and version, plain YAML): not the model's
