@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from scipy.stats import norm
-
 from dpsyn.errors import ConfigError
 from dpsyn.privacy.accountant import PrivacyAccountant
 from dpsyn.privacy.noise import NoiseSource
@@ -89,6 +87,8 @@ def plan_counts(accountant: PrivacyAccountant, share: float, *, groups: tuple[st
     if lower_bounds:
         tail = TAIL_SHARE * accountant.delta
         accountant.reserve_tail(tail)
+        from scipy.stats import norm  # at call time: reading a config loads no scipy.stats
+
         z = float(norm.isf(tail / len(groups)))
     sigma = accountant.sigma_for_share(share)
     accountant.plan(label, noise_multiplier=sigma)

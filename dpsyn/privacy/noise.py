@@ -44,11 +44,14 @@ import os
 import threading
 import warnings
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from dpsyn.errors import InsecureRNGWarning
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["NoiseSource"]
 
@@ -127,6 +130,8 @@ class _Keystream:
 
         4m uniforms: the first 2m are the u1 (radius) of pairs 0 … 2m−1, the last 2m their u2 (angle).
         """
+        import torch
+
         u, cos_buf = self.work(4 * m)
         self.uniforms(4 * m, out=u)
         t = torch.from_numpy(u)
@@ -180,6 +185,8 @@ class NoiseSource:
                 InsecureRNGWarning,
                 stacklevel=2,
             )
+            import torch
+
             self._gen = torch.Generator()
             self._gen.manual_seed(int(seed) if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
 
@@ -207,8 +214,11 @@ class NoiseSource:
         out *= std
         return out[:n]
 
-    def normal(self, shape: tuple[int, ...] | torch.Size, std: float, *, dtype=torch.float32) -> torch.Tensor:
-        """A tensor of N(0, std²) noise."""
+    def normal(self, shape: tuple[int, ...] | torch.Size, std: float, *, dtype=None) -> torch.Tensor:
+        """A tensor of N(0, std²) noise (``dtype`` default ``torch.float32``)."""
+        import torch  # at call time: reading a config or failing pre-flight loads no torch
+
+        dtype = torch.float32 if dtype is None else dtype
         shape = tuple(shape)
         if std == 0:
             return torch.zeros(shape, dtype=dtype)
@@ -217,12 +227,15 @@ class NoiseSource:
             return torch.from_numpy(self._secure_normal64(n, std)).to(dtype).reshape(shape)
         return torch.normal(0.0, std, size=shape, generator=self._gen).to(dtype)
 
-    def normal_list(self, shapes: list[torch.Size], std: float, *, dtype=torch.float32) -> list[torch.Tensor]:
+    def normal_list(self, shapes: list[torch.Size], std: float, *, dtype=None) -> list[torch.Tensor]:
         """N(0, std²) noise for several tensors at once (e.g. one per parameter).
 
         Secure: one draw for all, split (same distribution as one :meth:`normal` per shape, cheaper).
         Seeded: one :meth:`normal` per shape in order, so the draws equal those of separate calls.
         """
+        import torch
+
+        dtype = torch.float32 if dtype is None else dtype
         shapes = [tuple(s) for s in shapes]
         if not self.secure or std == 0:
             return [self.normal(s, std, dtype=dtype) for s in shapes]
@@ -239,6 +252,8 @@ class NoiseSource:
                     hi = min(lo + _CHUNK, n)
                     self._stream.uniforms(hi - lo, out=out[lo:hi])
             return out
+        import torch
+
         return torch.rand(n, generator=self._gen, dtype=torch.float64).numpy()
 
     def poisson_sample(self, n: int, q: float) -> np.ndarray:
@@ -272,6 +287,8 @@ class NoiseSource:
         """A 31-bit seed for auxiliary RNGs (model initialisation)."""
         if self.secure:
             return int.from_bytes(os.urandom(4), "little") >> 1
+        import torch
+
         return int(torch.randint(0, 2**31 - 1, (1,), generator=self._gen))
 
     def normal_like(self, reference: torch.Tensor, std: float) -> torch.Tensor:
@@ -280,4 +297,6 @@ class NoiseSource:
     def normal_numpy(self, n: int, std: float) -> np.ndarray:
         if self.secure and std != 0:
             return self._secure_normal64(n, std)
+        import torch
+
         return self.normal((n,), std, dtype=torch.float64).numpy()

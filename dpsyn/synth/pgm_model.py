@@ -172,12 +172,25 @@ def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], n
         est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=float(total), iters=iters)
         return _tables(est, dom, names, mbi)
     finally:
-        # every fit compiles its own programs (their shapes are the table's); kept, they pile up memory maps
-        # (about 1,300 per fit on Adult) until a long-lived process (a worker, a benchmark) hits the kernel's
-        # limit and LLVM fails to allocate after ~50 fits
+        _release_compiled_programs()
+
+
+#: JAX's compiled programs are dropped after this many fits. Every fit compiles its own programs (their shapes are
+#: the table's); kept without bound they piled up memory maps (about 1,300 per fit on Adult) until a long-lived
+#: process (a worker, a benchmark) hit the kernel's limit and LLVM failed to allocate after ~50 fits. Clearing
+#: after every fit made fits of the same shapes recompile (about 3 s each on a 4-column table).
+CLEAR_EVERY = 8
+_fits_since_clear = 0
+
+
+def _release_compiled_programs() -> None:
+    global _fits_since_clear
+    _fits_since_clear += 1
+    if _fits_since_clear >= CLEAR_EVERY:
         import jax
 
         jax.clear_caches()
+        _fits_since_clear = 0
 
 
 def _tables(est, dom, names, mbi) -> GraphicalModel:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm as _norm
 
 from dpsyn.errors import InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
@@ -323,7 +322,7 @@ def _judge(report: ValidationReport, judged, config: ValidationConfig) -> None:
 
     def z_for(k: int) -> float:
         return config.noise_margin if config.noise_margin is not None else \
-            float(_norm.ppf(1 - config.false_alarm / max(k, 1)))
+            float(_ppf(1 - config.false_alarm / max(k, 1)))
 
     # rank by noise relative to the effect to resolve (public), the verdict's statistic first; the informative set
     # is the longest prefix whose members are each resolvable at the Bonferroni z of that many checks
@@ -416,3 +415,10 @@ def validate_files(
         acct.check()
         budget.settle(acct.summary())
     return rep, acct.summary()
+
+
+def _ppf(p: float) -> float:
+    """The standard normal quantile (scipy at call time: importing the gate's config loads no scipy.stats)."""
+    from scipy.stats import norm
+
+    return float(norm.ppf(p))

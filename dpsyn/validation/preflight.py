@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import norm
-
 from dpsyn.errors import InputError
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.validation.config import ValidationConfig
@@ -32,6 +30,8 @@ def forecast(config: ValidationConfig, *, epsilon: float, delta: float, rows: in
     sigma = acct.sigma_for_share(config.budget_share)
     sigma_count = acct.sigma_for_share(count_share)
     sum_w2 = config.primary_weight**2 + config.detail_weight + (2 * config.hist_weight if config.hist_weight else 0)
+    from scipy.stats import norm  # at call time: importing dpsyn.validation loads no scipy.stats
+
     z_count = norm.ppf(1 - 1e-6)  # about the lower bound's z for the δ tail reserved for it
     n_low = rows * _train_share(config, has_target) - z_count * sigma_count - 1
     z = config.noise_margin if config.noise_margin is not None else float(norm.ppf(1 - config.false_alarm))

@@ -159,25 +159,36 @@ def test_without_a_task_model_every_feature_target_pair_is_measured(table):
     assert len(off.training_["pairs"]) >= 1
 
 
-@pytest.mark.slow  # seven JAX compilations
+@pytest.mark.slow  # ten JAX compilations
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc")
-def test_fits_in_one_process_do_not_pile_up_compiled_programs():
+def test_fits_in_one_process_do_not_pile_up_compiled_programs(monkeypatch):
     """A long-lived process (a worker, a benchmark) crashed after ~50 pgm fits: each left ~1,300 memory maps of
-    JAX-compiled programs until LLVM could not allocate. Six fits of new shapes now add none."""
-    from dpsyn.synth.pgm_model import estimate_model
+    JAX-compiled programs until LLVM could not allocate. The programs are now dropped every CLEAR_EVERY fits, so
+    the maps stop growing: three rounds of new shapes hold no more than the first round did."""
+    import jax
+
+    from dpsyn.synth import pgm_model
 
     rng = np.random.default_rng(0)
 
     def fit(k):
         ms = [((0, 1), rng.random(k * (k + 1)) * 10, 1.0), ((1, 2), rng.random((k + 1) * 3) * 10, 1.0)]
-        estimate_model([k, k + 1, 3], ms, total=100.0, iters=20)
+        pgm_model.estimate_model([k, k + 1, 3], ms, total=100.0, iters=20)
 
     def maps():
         with open("/proc/self/maps") as f:
             return sum(1 for _ in f)
 
     fit(2)
+    jax.clear_caches()
+    monkeypatch.setattr(pgm_model, "_fits_since_clear", 0)
+    monkeypatch.setattr(pgm_model, "CLEAR_EVERY", 3)  # the same code path as 8, in fewer compilations
     before = maps()
-    for k in range(3, 9):
+    every = pgm_model.CLEAR_EVERY
+    for k in range(3, 3 + every - 1):  # one round, not yet cleared
         fit(k)
-    assert maps() - before < 100  # without clearing JAX's caches: about 1,200 here
+    first_round = maps() - before
+    assert first_round > 100  # the programs are kept between fits (what makes a repeated fit cheap)
+    for k in range(3 + every - 1, 3 + 3 * every):
+        fit(k)
+    assert maps() - before <= 1.5 * first_round  # without clearing: about 3 × first_round
