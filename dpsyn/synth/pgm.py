@@ -47,7 +47,7 @@ from dpsyn.synth.pgm_model import (
     pair_counts,
 )
 
-__all__ = ["PGM", "PGMConfig", "use_task_model"]
+__all__ = ["PGM", "PGMConfig", "star_structure", "use_task_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,10 @@ class PGMConfig(BaseModel):
     max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
     target_pairs: bool = Field(default=True, description="Without a task model, measure every feature × target "
                                "pair (naive Bayes' structure, the backbone's own p(y | x)) besides the selected.")
+    structure: Literal["auto", "select", "star"] = Field(
+        default="auto", description="Which pairs are measured: 'select' by the noisy scores (MST/AIM-style); "
+        "'star' every feature × target pair only (naive Bayes' graph; no score release, its budget goes to the "
+        "measurements); 'auto' by the public rule star_structure (the star on a small table with a target).")
     iters: int = Field(default=1000, ge=10, le=100_000, description="Mirror-descent iterations (mbi).")
     task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
                                                "by the public rule use_task_model (ε·n̂ ≥ TASK_MIN_EPS_ROWS).")
@@ -101,9 +105,20 @@ def use_task_model(*, epsilon: float, public_rows: int, has_target: bool) -> boo
 SMALL_TABLE_EPS_ROWS_PER_COLUMN = 150.0
 
 
+def small_table(*, epsilon: float, public_rows: int, columns: int) -> bool:
+    return epsilon * public_rows / max(columns, 1) < SMALL_TABLE_EPS_ROWS_PER_COLUMN
+
+
+def star_structure(*, epsilon: float, public_rows: int, columns: int) -> bool:
+    """The public rule for ``structure: auto``: measure the star (every feature × target pair, no score release)
+    on a small table, where the noisy scores select little but noise and their release costs budget (the suite's
+    evidence is in docs/synthesis.md)."""
+    return small_table(epsilon=epsilon, public_rows=public_rows, columns=columns)
+
+
 def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:
     """(one_way_share, compress_threshold) by the public rule: (0.5, 1) on a small table, else MST-like (0.2, 3)."""
-    if epsilon * public_rows / max(columns, 1) < SMALL_TABLE_EPS_ROWS_PER_COLUMN:
+    if small_table(epsilon=epsilon, public_rows=public_rows, columns=columns):
         return 0.5, 1.0
     return 0.2, 3.0
 
@@ -193,11 +208,14 @@ class PGM(Synthesizer):
         rule_share, rule_threshold = backbone_split(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
         one_share = rule_share if cfg.one_way_share is None else cfg.one_way_share
         threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
-        pair_share = 1 - one_share - cfg.select_share
+        star = schema.target is not None and d > 1 and (cfg.structure == "star" or (
+            cfg.structure == "auto" and star_structure(epsilon=accountant.target_epsilon, public_rows=n, columns=d)))
+        select_share = 0.0 if star else cfg.select_share
+        pair_share = 1 - one_share - select_share
         if pair_share <= 0:
             raise ConfigError("one_way_share + select_share must be < 1")
-        sig = split_noise(accountant, {ONE_WAY_LABEL: one_share, SELECT_LABEL: cfg.select_share,
-                                       PAIRS_LABEL: pair_share})
+        shares = {ONE_WAY_LABEL: one_share, SELECT_LABEL: select_share, PAIRS_LABEL: pair_share}
+        sig = split_noise(accountant, {k: v for k, v in shares.items() if v > 0})
 
         # 1. measure every one-way marginal; 2. compress
         std1 = [sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w)) / wj for wj in w]
@@ -208,17 +226,10 @@ class PGM(Synthesizer):
         csizes = comp.sizes
         cc = comp.compress(codes)
 
-        # 3. select: noisy pair scores against the independent model, then post-processing
-        pairs = all_pairs(d)
-        p1 = [self._one_way_estimate(noisy1[j], comp, j) for j in range(d)]
-        scores = np.array([np.abs(pair_counts(cc, csizes, (i, j)) - n * np.outer(p1[i], p1[j]).ravel()).sum()
-                           for i, j in pairs]) if pairs else np.zeros(0)
-        if len(pairs):
-            scores = scores + self.noise_.normal_numpy(len(pairs), sig[SELECT_LABEL] * math.sqrt(len(pairs)))
-        accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
-        forced = [(j, d - 1) for j in range(d - 1)] if (schema.target is not None and not task
-                                                        and cfg.target_pairs) else []
-        chosen = self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d, forced=forced)
+        # 3. select: noisy pair scores against the independent model, then post-processing; or the star
+        chosen = [(j, d - 1) for j in range(d - 1)] if star else self._select_pairs(
+            cc, noisy1, comp, w, sig, accountant, forced=[(j, d - 1) for j in range(d - 1)] if (
+                schema.target is not None and not task and cfg.target_pairs) else [])
 
         # 4. measure the chosen pairs (when none is worth its noise: the one-way marginals again, same release)
         cliques = chosen or [(j,) for j in range(d)]
@@ -259,6 +270,18 @@ class PGM(Synthesizer):
         """The compressed column's distribution from its noisy counts (clipped at 0, normalised)."""
         c = np.bincount(comp.maps[j], weights=np.clip(noisy, 0, None), minlength=comp.sizes[j])
         return c / c.sum() if c.sum() > 0 else np.full(comp.sizes[j], 1.0 / comp.sizes[j])
+
+    def _select_pairs(self, cc, noisy1, comp, w, sig, accountant, *, forced) -> list[tuple[int, int]]:
+        """Release every pair's score against the independent model (Gaussian, sensitivity √m) and select."""
+        csizes, d, n = comp.sizes, cc.shape[1], self.public_rows_
+        pairs = all_pairs(d)
+        p1 = [self._one_way_estimate(noisy1[j], comp, j) for j in range(d)]
+        scores = np.array([np.abs(pair_counts(cc, csizes, (i, j)) - n * np.outer(p1[i], p1[j]).ravel()).sum()
+                           for i, j in pairs]) if pairs else np.zeros(0)
+        if len(pairs):
+            scores = scores + self.noise_.normal_numpy(len(pairs), sig[SELECT_LABEL] * math.sqrt(len(pairs)))
+        accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
+        return self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d, forced=forced)
 
     def _select(self, pairs, scores, csizes, w, sigma_p, d, *, forced=()) -> list[tuple[int, int]]:
         """Post-processing of the noisy scores: pairs worth their noise, the maximum spanning forest of those

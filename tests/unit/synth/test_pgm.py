@@ -192,3 +192,26 @@ def test_fits_in_one_process_do_not_pile_up_compiled_programs(monkeypatch):
     for k in range(3 + every - 1, 3 + 3 * every):
         fit(k)
     assert maps() - before <= 1.5 * first_round  # without clearing: about 3 × first_round
+
+
+def test_a_small_table_measures_the_star_and_releases_no_scores(table):
+    """ε·n̂/d below the public threshold: every feature × target pair and nothing else, no score release, and
+    the budget the scores would take goes to the measurements (all of ε is still spent)."""
+    from dpsyn.synth.pgm import star_structure
+
+    df, schema = table
+    small = df.iloc[:400]
+    assert star_structure(epsilon=1.0, public_rows=400, columns=4)
+    assert not star_structure(epsilon=1.0, public_rows=3000, columns=4)
+    acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    synth = create("pgm", {"iters": 100, "task": "off"},
+                   privacy={"epsilon": 1.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
+    synth.fit(small, schema, accountant=acct)
+    assert [m.label for m in acct.ledger] == ["pgm.rows", ONE_WAY_LABEL, PAIRS_LABEL]
+    assert sorted(tuple(p) for p in synth.training_["pairs"]) == [(0, 3), (1, 3), (2, 3)]
+    assert 0.95 <= acct.check() <= 1.0
+    selected = create("pgm", {"iters": 100, "task": "off", "structure": "select"},
+                      privacy={"epsilon": 1.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
+    acct2 = PrivacyAccountant(epsilon=1.0, delta=1e-5)
+    selected.fit(small, schema, accountant=acct2)
+    assert SELECT_LABEL in [m.label for m in acct2.ledger]
