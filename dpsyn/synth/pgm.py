@@ -58,6 +58,8 @@ TASK_LABEL = "pgm.task"
 
 #: The task model runs when ε·n̂ reaches this (public facts only; docs/synthesis.md gives the suite's evidence).
 TASK_MIN_EPS_ROWS = 3000.0
+#: ... and when ε·n̂ per input of the task model (the features' one-hot codes, from the schema) reaches this.
+TASK_MIN_EPS_ROWS_PER_CODE = 100.0
 
 
 class PGMConfig(BaseModel):
@@ -77,9 +79,11 @@ class PGMConfig(BaseModel):
         default="auto", description="Which pairs are measured: 'select' by the noisy scores (MST/AIM-style); "
         "'star' every feature × target pair only (naive Bayes' graph; no score release, its budget goes to the "
         "measurements); 'auto' by the public rule star_structure (the star on a small table with a target).")
-    iters: int = Field(default=1000, ge=10, le=100_000, description="Mirror-descent iterations (mbi).")
+    iters: int | None = Field(default=None, ge=10, le=100_000, description="Mirror-descent iterations (mbi); "
+                              "None: by the public rule estimation_iters (fewer on a small table: early stopping "
+                              "keeps the estimate near the uniform start where every cell is within the noise).")
     task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
-                                               "by the public rule use_task_model (ε·n̂ ≥ TASK_MIN_EPS_ROWS).")
+                                               "by the public rule use_task_model (ε·n̂ and ε·n̂ per feature code).")
     task_share: float = Field(default=0.5, gt=0, lt=1, description="ε share the task model alone would cost.")
     task_epochs: int = Field(default=10, ge=1, le=1000)
     task_batch_size: int = Field(default=1024, ge=8)
@@ -95,9 +99,12 @@ class PGMConfig(BaseModel):
     threads: int | None = Field(default=None, ge=1, description="torch threads for the task model.")
 
 
-def use_task_model(*, epsilon: float, public_rows: int, has_target: bool) -> bool:
-    """The public rule: a DP-SGD task model is worth its budget once ε·n̂ ≥ :data:`TASK_MIN_EPS_ROWS`."""
-    return has_target and epsilon * public_rows >= TASK_MIN_EPS_ROWS
+def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, feature_codes: int) -> bool:
+    """The public rule: a DP-SGD task model is worth its budget once ε·n̂ ≥ :data:`TASK_MIN_EPS_ROWS` and
+    ε·n̂ / ``feature_codes`` (its inputs: the features' one-hot width) ≥ :data:`TASK_MIN_EPS_ROWS_PER_CODE`; with
+    fewer rows per weight DP-SGD's noise swamps the weights, and the backbone's own p(y | x) does better."""
+    eps_rows = epsilon * public_rows
+    return has_target and eps_rows >= TASK_MIN_EPS_ROWS and eps_rows >= TASK_MIN_EPS_ROWS_PER_CODE * feature_codes
 
 
 #: Below this ε·n̂/d (a public quantity: rows per column, scaled by the budget) a table is *small*: every cell
@@ -114,6 +121,16 @@ def star_structure(*, epsilon: float, public_rows: int, columns: int) -> bool:
     on a small table, where the noisy scores select little but noise and their release costs budget (the suite's
     evidence is in docs/synthesis.md)."""
     return small_table(epsilon=epsilon, public_rows=public_rows, columns=columns)
+
+
+#: Mirror-descent iterations by the public rule :func:`estimation_iters`.
+ITERS_SMALL, ITERS = 100, 1000
+
+
+def estimation_iters(*, epsilon: float, public_rows: int, columns: int) -> int:
+    """100 on a small table, else 1000: mirror descent starts from the uniform model, and on a table whose cells
+    are all near the noise stopping early shrinks the estimate towards it (the suite's evidence: docs/synthesis.md)."""
+    return ITERS_SMALL if small_table(epsilon=epsilon, public_rows=public_rows, columns=columns) else ITERS
 
 
 def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:
@@ -195,7 +212,8 @@ class PGM(Synthesizer):
         d, n = len(sizes), self.public_rows_  # n: public (the released noisy count), never len(codes)
         w = self._weights()
         task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
-            epsilon=accountant.target_epsilon, public_rows=n, has_target=schema.target is not None))
+            epsilon=accountant.target_epsilon, public_rows=n, has_target=schema.target is not None,
+            feature_codes=sum(sizes[:-1])))
         if task and schema.target is None:
             raise ConfigError(f"pgm task 'on' needs a target column; schema '{schema.name}' declares none")
 
@@ -247,12 +265,13 @@ class PGM(Synthesizer):
         total = pooled_total([(float(n), self.public_rows_std_ ** 2)]
                              + [(float(c.sum()), s * s * len(c)) for c, s in zip(noisy1, std1, strict=True)]
                              + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
-        self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=cfg.iters,
-                                                     one_way=one_way, full_sizes=list(sizes))
+        iters = cfg.iters or estimation_iters(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
+        self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=iters, one_way=one_way,
+                                                     full_sizes=list(sizes))
         self.compression_ = comp
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
-            "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes,
+            "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t},
         }
 

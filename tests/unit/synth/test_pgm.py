@@ -79,9 +79,11 @@ def test_sample_keeps_the_upper_tail_and_the_resolution(table):
 
 
 def test_labels_follow_the_task_model_and_the_rule_is_public():
-    assert use_task_model(epsilon=1.0, public_rows=32_000, has_target=True)
-    assert not use_task_model(epsilon=1.0, public_rows=700, has_target=True)
-    assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False)
+    assert use_task_model(epsilon=1.0, public_rows=32_000, has_target=True, feature_codes=171)  # adult
+    assert not use_task_model(epsilon=1.0, public_rows=700, has_target=True, feature_codes=50)
+    assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False, feature_codes=171)
+    # many inputs per row (diabetes130: 4,243 feature codes for 57,214 rows): the backbone's p(y | x) instead
+    assert not use_task_model(epsilon=3.0, public_rows=57_000, has_target=True, feature_codes=4243)
 
 
 def test_match_prior_sets_the_base_rate_and_keeps_the_ranking():
@@ -138,6 +140,13 @@ def test_small_tables_get_more_one_way_budget_by_a_public_rule():
 
     assert backbone_split(epsilon=1.0, public_rows=600, columns=8) == (0.5, 1.0)
     assert backbone_split(epsilon=1.0, public_rows=32_000, columns=15) == (0.2, 3.0)
+
+
+def test_small_tables_stop_the_estimation_early_by_a_public_rule():
+    from dpsyn.synth.pgm import ITERS, ITERS_SMALL, estimation_iters
+
+    assert estimation_iters(epsilon=1.0, public_rows=600, columns=8) == ITERS_SMALL < ITERS
+    assert estimation_iters(epsilon=1.0, public_rows=32_000, columns=15) == ITERS
 
 
 def test_the_fitted_model_holds_numpy_tables_only(table):
@@ -204,11 +213,12 @@ def test_a_small_table_measures_the_star_and_releases_no_scores(table):
     assert star_structure(epsilon=1.0, public_rows=400, columns=4)
     assert not star_structure(epsilon=1.0, public_rows=3000, columns=4)
     acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
-    synth = create("pgm", {"iters": 100, "task": "off"},
+    synth = create("pgm", {"iters": 60, "task": "off"},
                    privacy={"epsilon": 1.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
     synth.fit(small, schema, accountant=acct)
     assert [m.label for m in acct.ledger] == ["pgm.rows", ONE_WAY_LABEL, PAIRS_LABEL]
     assert sorted(tuple(p) for p in synth.training_["pairs"]) == [(0, 3), (1, 3), (2, 3)]
+    assert synth.training_["iters"] == 60  # the configured value wins over the rule (100 here)
     assert 0.95 <= acct.check() <= 1.0
     selected = create("pgm", {"iters": 100, "task": "off", "structure": "select"},
                       privacy={"epsilon": 1.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
