@@ -47,7 +47,7 @@ from dpsyn.synth.pgm_model import (
     pair_counts,
 )
 
-__all__ = ["PGM", "PGMConfig", "star_structure", "use_task_model"]
+__all__ = ["PGM", "PGMConfig", "backbone_split", "estimation_iters", "star_structure", "use_task_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,9 +78,9 @@ class PGMConfig(BaseModel):
     structure: Literal["auto", "select", "star"] = Field(
         default="auto", description="Which pairs are measured: 'select' by the noisy scores (MST/AIM-style); "
         "'star' every feature × target pair only (naive Bayes' graph; no score release, its budget goes to the "
-        "measurements); 'auto' by the public rule star_structure (the star on a small table with a target).")
+        "measurements); 'auto' by the public rule star_structure (the star on a tiny table with a target).")
     iters: int | None = Field(default=None, ge=10, le=100_000, description="Mirror-descent iterations (mbi); "
-                              "None: by the public rule estimation_iters (fewer on a small table: early stopping "
+                              "None: by the public rule estimation_iters (fewer on a tiny table: early stopping "
                               "keeps the estimate near the uniform start where every cell is within the noise).")
     task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
                                                "by the public rule use_task_model (ε·n̂ and ε·n̂ per feature code).")
@@ -116,11 +116,21 @@ def small_table(*, epsilon: float, public_rows: int, columns: int) -> bool:
     return epsilon * public_rows / max(columns, 1) < SMALL_TABLE_EPS_ROWS_PER_COLUMN
 
 
+#: Below this ε·n̂/d a table is *tiny*: the star alone is measured and the estimation stops early. Between it and
+#: SMALL_TABLE_EPS_ROWS_PER_COLUMN the selection still runs: at 150 the star alone dropped Adult's (marital-status,
+#: relationship) pair at 2,000 rows and ε = 1, and the gate then failed 18 of 20 runs (docs/synthesis.md).
+TINY_TABLE_EPS_ROWS_PER_COLUMN = 50.0
+
+
+def tiny_table(*, epsilon: float, public_rows: int, columns: int) -> bool:
+    return epsilon * public_rows / max(columns, 1) < TINY_TABLE_EPS_ROWS_PER_COLUMN
+
+
 def star_structure(*, epsilon: float, public_rows: int, columns: int) -> bool:
     """The public rule for ``structure: auto``: measure the star (every feature × target pair, no score release)
-    on a small table, where the noisy scores select little but noise and their release costs budget (the suite's
+    on a tiny table, where the noisy scores select little but noise and their release costs budget (the suite's
     evidence is in docs/synthesis.md)."""
-    return small_table(epsilon=epsilon, public_rows=public_rows, columns=columns)
+    return tiny_table(epsilon=epsilon, public_rows=public_rows, columns=columns)
 
 
 #: Mirror-descent iterations by the public rule :func:`estimation_iters`.
@@ -128,9 +138,9 @@ ITERS_SMALL, ITERS = 100, 1000
 
 
 def estimation_iters(*, epsilon: float, public_rows: int, columns: int) -> int:
-    """100 on a small table, else 1000: mirror descent starts from the uniform model, and on a table whose cells
+    """100 on a tiny table, else 1000: mirror descent starts from the uniform model, and on a table whose cells
     are all near the noise stopping early shrinks the estimate towards it (the suite's evidence: docs/synthesis.md)."""
-    return ITERS_SMALL if small_table(epsilon=epsilon, public_rows=public_rows, columns=columns) else ITERS
+    return ITERS_SMALL if tiny_table(epsilon=epsilon, public_rows=public_rows, columns=columns) else ITERS
 
 
 def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:

@@ -145,7 +145,8 @@ def test_small_tables_get_more_one_way_budget_by_a_public_rule():
 def test_small_tables_stop_the_estimation_early_by_a_public_rule():
     from dpsyn.synth.pgm import ITERS, ITERS_SMALL, estimation_iters
 
-    assert estimation_iters(epsilon=1.0, public_rows=600, columns=8) == ITERS_SMALL < ITERS
+    assert estimation_iters(epsilon=1.0, public_rows=300, columns=8) == ITERS_SMALL < ITERS
+    assert estimation_iters(epsilon=1.0, public_rows=2_000, columns=15) == ITERS  # small, not tiny
     assert estimation_iters(epsilon=1.0, public_rows=32_000, columns=15) == ITERS
 
 
@@ -204,13 +205,15 @@ def test_fits_in_one_process_do_not_pile_up_compiled_programs(monkeypatch):
 
 
 def test_a_small_table_measures_the_star_and_releases_no_scores(table):
-    """ε·n̂/d below the public threshold: every feature × target pair and nothing else, no score release, and
+    """ε·n̂/d below the public (tiny-table) threshold: every feature × target pair and nothing else, no score release, and
     the budget the scores would take goes to the measurements (all of ε is still spent)."""
     from dpsyn.synth.pgm import star_structure
 
     df, schema = table
-    small = df.iloc[:400]
-    assert star_structure(epsilon=1.0, public_rows=400, columns=4)
+    small = df.iloc[:160]
+    assert star_structure(epsilon=1.0, public_rows=160, columns=4)
+    # Adult at 2,000 rows and ε = 1 keeps the selection (its strong feature pairs; the gate benchmark)
+    assert not star_structure(epsilon=1.0, public_rows=2_000, columns=15)
     assert not star_structure(epsilon=1.0, public_rows=3000, columns=4)
     acct = PrivacyAccountant(epsilon=1.0, delta=1e-5)
     synth = create("pgm", {"iters": 60, "task": "off"},
