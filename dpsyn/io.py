@@ -25,10 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsyn.errors import InputError, OutputExistsError, SchemaError
+from dpsyn.errors import ConfigError, InputError, OutputExistsError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = [
+    "read_mapping_file",
     "write_parquet_stream",
     "check_output_dir",
     "coerce_to_schema",
@@ -399,3 +400,21 @@ def frame_sha256(df: pd.DataFrame) -> str:
     hashed = pd.util.hash_pandas_object(df, index=False).to_numpy()
     h.update(np.ascontiguousarray(hashed).tobytes())
     return h.hexdigest()
+
+
+def read_mapping_file(path: str | Path, what: str, *, holds: str = "a mapping", hint: str = "") -> dict:
+    """The mapping in a YAML/JSON file; an empty file is {}. Errors (``ConfigError``) name the file and what it
+    should hold, never its content. ``what``: e.g. "config file", "recognizer registry"; ``hint``: appended to
+    the not-found message (which setting named the file); ``holds``: what the mapping is, for the error."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} not found: {path}{hint}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise ConfigError(f"{what} is not valid YAML/JSON text: {path}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{what} must hold {holds}: {path}")
+    return raw

@@ -59,19 +59,9 @@ def read_config_file(path: Path | None, what: str = "settings") -> dict:
     """The mapping in a YAML/JSON config file ({} for None); errors name the file, never its content."""
     if path is None:
         return {}
-    from dpsyn.errors import ConfigError
+    from dpsyn.io import read_mapping_file
 
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    import yaml
-
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (UnicodeDecodeError, yaml.YAMLError):
-        raise ConfigError(f"config file is not valid YAML/JSON text: {path}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config file must hold a mapping of {what}: {path}")
-    return raw
+    return read_mapping_file(path, "config file", holds=f"a mapping of {what}")
 
 
 def start_prefect() -> None:

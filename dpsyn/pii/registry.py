@@ -34,18 +34,10 @@ __all__ = ["load_registry_recognizers", "registry_entities"]
 def _read(spec: str | dict[str, Any]) -> dict[str, Any]:
     if isinstance(spec, dict):
         return spec
-    import yaml
+    from dpsyn.io import read_mapping_file
 
-    path = Path(spec)
-    if not path.is_file():
-        raise ConfigError(f"recognizer registry file not found: {path} (ScrubConfig.recognizer_registry)")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (UnicodeDecodeError, yaml.YAMLError):
-        raise ConfigError(f"recognizer registry is not valid YAML: {path}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"recognizer registry must be a mapping with a 'recognizers' list: {path}")
-    return raw
+    return read_mapping_file(spec, "recognizer registry", holds="a mapping with a 'recognizers' list",
+                             hint=" (ScrubConfig.recognizer_registry)")
 
 
 @functools.lru_cache(maxsize=64)
