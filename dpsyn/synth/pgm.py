@@ -97,6 +97,11 @@ class PGMConfig(BaseModel):
         default="none", description="'tier': a column's measurements get weight 0.5 (L2), 0.75 (L3) or 1 (L4): "
         "sensitive fields are measured with more noise, the rest with less, at the same ε.")
     threads: int | None = Field(default=None, ge=1, description="torch threads for the task model.")
+    smoothing: int | None = Field(default=0, ge=0, le=10, description="Half-width of the binomial kernel "
+                                  "that smooths an ordered (numeric, datetime) column's noisy one-way counts over "
+                                  "neighbouring bins (post-processing); None: chosen per column by Stein's "
+                                  "unbiased risk estimate from the noisy counts (smooth_ordered); 0 (default): "
+                                  "off. Experimental: docs/synthesis.md has the probe that keeps it off.")
 
 
 def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, feature_codes: int) -> bool:
@@ -148,6 +153,55 @@ def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[f
     if small_table(epsilon=epsilon, public_rows=public_rows, columns=columns):
         return 0.5, 1.0
     return 0.2, 3.0
+
+
+def _ordered_codes(col) -> int:
+    """How many leading codes of an encoded column are ordered bins (0 for a categorical column)."""
+    if col.kind.value == "categorical":
+        return 0
+    return col.size - (1 if col.nullable else 0)
+
+
+def _kernel_smoother(m: int, width: int) -> np.ndarray:
+    """The m × m matrix of the binomial kernel of half-width ``width``, rows renormalised at the ends."""
+    from scipy.special import comb
+
+    k = np.array([comb(2 * width, i) for i in range(2 * width + 1)], dtype=np.float64)
+    s = np.zeros((m, m))
+    for i in range(m):
+        lo, hi = max(0, i - width), min(m, i + width + 1)
+        s[i, lo:hi] = k[lo - i + width:hi - i + width]
+    return s / s.sum(axis=1, keepdims=True)
+
+
+#: The widths :func:`smooth_ordered` chooses among (0: no smoothing).
+SMOOTHING_WIDTHS = (0, 1, 2, 3, 4)
+
+
+def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | None = None) -> np.ndarray:
+    """An ordered column's noisy counts smoothed over neighbouring bins (post-processing of the release).
+
+    The first ``ordered`` counts (its bins; a missing code after them is left alone) are multiplied by a
+    binomial-kernel smoother S of half-width ``width``; with ``width=None`` the width minimising Stein's
+    unbiased risk estimate ‖y − Sy‖² + 2σ²·tr(S) is chosen from :data:`SMOOTHING_WIDTHS` (σ = ``std``, the
+    public noise std per cell; the estimate reads only the noisy counts). Where the noise hides a bin (a tail
+    bin of a small table) smoothing lends it its neighbours' mass; where the counts stand clear of the noise
+    (a peak at 0, a large table) the estimate keeps the width 0.
+    """
+    if ordered < 3:
+        return noisy
+    y = np.asarray(noisy[:ordered], dtype=np.float64)
+    widths = SMOOTHING_WIDTHS if width is None else (width,)
+    best, best_risk = y, math.inf
+    for h in widths:
+        sm = _kernel_smoother(ordered, h) if h else np.eye(ordered)
+        fit = sm @ y
+        risk = float(np.sum((y - fit) ** 2) + 2 * std * std * np.trace(sm))
+        if risk < best_risk:
+            best, best_risk = fit, risk
+    out = np.array(noisy, dtype=np.float64)
+    out[:ordered] = best
+    return out
 
 
 def split_noise(accountant: PrivacyAccountant, shares: dict[str, float]) -> dict[str, float]:
@@ -250,6 +304,9 @@ class PGM(Synthesizer):
         noisy1 = [np.bincount(codes[:, j], minlength=k) + self.noise_.normal_numpy(k, std1[j])
                   for j, k in enumerate(sizes)]
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1)
+        if cfg.smoothing != 0:
+            noisy1 = [smooth_ordered(c, _ordered_codes(col), sj, cfg.smoothing) for c, sj, col in zip(
+                noisy1, std1, self.encoder_.columns, strict=True)]
         comp = Compression(noisy1, [threshold * s for s in std1], std1)
         csizes = comp.sizes
         cc = comp.compress(codes)

@@ -1,0 +1,26 @@
+"""smooth_ordered: post-processing of an ordered column's noisy counts (pgm's opt-in ``smoothing``)."""
+
+import numpy as np
+
+from dpsyn.synth.pgm import _kernel_smoother, smooth_ordered
+
+
+def test_kernel_rows_sum_to_one_and_keep_a_flat_histogram_flat():
+    s = _kernel_smoother(7, 2)
+    assert np.allclose(s.sum(axis=1), 1)
+    assert np.allclose(smooth_ordered(np.full(7, 5.0), 7, 1.0, 2), 5.0)
+
+
+def test_a_missing_code_after_the_bins_is_left_alone():
+    y = np.array([0.0, 0, 10, 0, 0, 99])
+    out = smooth_ordered(y, 5, 1.0, 1)
+    assert out[-1] == 99 and np.allclose(out[:5], [0, 2.5, 5, 2.5, 0])
+
+
+def test_sure_keeps_peaks_that_stand_clear_of_the_noise_and_smooths_noise_dominated_counts():
+    rng = np.random.default_rng(0)
+    peak = np.array([400.0, 100, 30, 10, 5, 2, 1, 0, 0, 0]) + rng.normal(0, 1, 10)
+    assert np.allclose(smooth_ordered(peak, 10, 1.0), peak)  # width 0 chosen
+    flat = 20 + rng.normal(0, 30, 10)
+    out = smooth_ordered(flat, 10, 30.0)
+    assert np.abs(out - 20).mean() < np.abs(flat - 20).mean()  # smoothing moved it towards the truth
