@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 from dpsyn.errors import ConfigError

@@ -24,3 +24,22 @@ def test_sure_keeps_peaks_that_stand_clear_of_the_noise_and_smooths_noise_domina
     flat = 20 + rng.normal(0, 30, 10)
     out = smooth_ordered(flat, 10, 30.0)
     assert np.abs(out - 20).mean() < np.abs(flat - 20).mean()  # smoothing moved it towards the truth
+
+
+def test_the_fit_smooths_only_when_asked_and_spends_the_same_budget():
+    import pandas as pd
+
+    from dpsyn.schema import TableSchema
+    from dpsyn.synth import create
+
+    schema = TableSchema.model_validate({"name": "t", "target": "y", "columns": [
+        {"name": "x", "kind": "numeric", "bounds": [0, 10], "bins": list(range(11))},
+        {"name": "y", "kind": "categorical", "domain": ["a", "b"]}]})
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"x": rng.integers(0, 10, 300).astype(float), "y": rng.choice(["a", "b"], 300)})
+    privacy = {"epsilon": 1.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 0}
+    off, on = (create("pgm", {"iters": 30, "task": "off", "smoothing": h}, privacy=privacy).fit(df, schema)
+               for h in (0, 2))
+    assert off.privacy_["epsilon_spent"] == on.privacy_["epsilon_spent"]
+    counts = [np.bincount(m.sample(4000, random_state=0)["x"].astype(int), minlength=10) for m in (off, on)]
+    assert np.abs(counts[0] - counts[1]).sum() > 400  # the smoothed release changed the fitted x marginal
