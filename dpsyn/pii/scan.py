@@ -43,7 +43,7 @@ passport numbers match any 8-9 digit run; NER calls flow-run names like
    written by dpsyn's scrubber (``[PERSON]``) never count;
 3. an allow-list of known-safe shapes (:data:`DEFAULT_ALLOW_PATTERNS`): a
    detection lying entirely inside a UUID, a hex id (16+ hex characters with a
-   letter), an ISO timestamp, a version string or a long decimal fraction is
+   letter), a watermark mark (two 16-hex HMACs joined by a hyphen), an ISO timestamp, a version string or a long decimal fraction is
    dropped.
 """
 
@@ -81,6 +81,7 @@ SCAN_ENTITIES: tuple[str, ...] = (
 DEFAULT_ALLOW_PATTERNS: tuple[str, ...] = (
     r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",  # UUID
     r"\b(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{16,}\b",  # hex ids and digests (with at least one letter)
+    r"\b[0-9a-f]{16}-[0-9a-f]{16}\b",  # dpsyn's watermark marks (record code - row tag: HMACs, digits only by chance)
     r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",  # ISO timestamps
     r"(?<![\d.])v?\d{1,2}\.\d{1,3}\.\d{1,4}(?:\.\d{1,4})?(?:[+-][0-9A-Za-z.]+)?(?![\d.])",  # version strings
     r"(?<![\d.])\d+\.\d{5,}(?:[eE][+-]?\d+)?(?![\d.])",  # long decimal fractions (metrics, scores)
