@@ -40,6 +40,7 @@ __all__ = [
     "Column",
     "ColumnKind",
     "PIIClass",
+    "PrivacyUnit",
     "ReadOptions",
     "TableSchema",
     "Tier",
@@ -198,6 +199,17 @@ class Column(_Strict):
         return [lo + (hi - lo) * i / n for i in range(n + 1)]
 
 
+class PrivacyUnit(_Strict):
+    """The person a row belongs to: the guarantee is for adding or removing one person with all their rows.
+
+    ``column`` is an identifier column of the table (never synthesized: a synthetic table gets fresh ids);
+    ``max_rows_per_person`` is the public contribution bound: a person's rows beyond it are dropped before any
+    mechanism reads them, by a random rule that looks at that person's rows only (docs/privacy.md)."""
+
+    column: str = Field(min_length=1)
+    max_rows_per_person: int = Field(ge=1, le=10_000)
+
+
 class TableSchema(_Strict):
     schema_version: Literal[1] = 1
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
@@ -213,6 +225,9 @@ class TableSchema(_Strict):
         default=None, ge=1,
         description="Public upper bound on the number of rows (privacy units) a table of this kind holds, from "
         "public documentation; sets the default δ. Never computed from the private rows.")
+    privacy_unit: PrivacyUnit | None = Field(
+        default=None,
+        description="The person column and the public bound on rows per person; None: the unit is one row.")
     read: ReadOptions = Field(default_factory=ReadOptions)
     columns: list[Column] = Field(min_length=1)
 
@@ -223,11 +238,20 @@ class TableSchema(_Strict):
         problems = []
         if dupes:
             problems.append(f"duplicate column names: {', '.join(dupes)}")
+        if "_person" in names:
+            problems.append("'_person' is reserved (the prepared table's person codes): rename that column")
         if self.target is not None:
             if self.target not in names:
                 problems.append(f"target '{self.target}' is not a column")
             elif self.column(self.target).kind != ColumnKind.categorical:
                 problems.append(f"target '{self.target}' must be categorical")
+        unit = self.privacy_unit
+        if unit is not None:
+            if unit.column not in names:
+                problems.append(f"privacy_unit.column '{unit.column}' is not a column")
+            elif self.column(unit.column).kind != ColumnKind.identifier:
+                problems.append(f"privacy_unit.column '{unit.column}' must be an identifier column (kind: "
+                                "identifier): the person's id is never synthesized")
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -258,10 +282,19 @@ class TableSchema(_Strict):
         return cols
 
     def output_columns(self) -> list[str]:
-        """Columns of a synthetic table: the synthesized ones and templated text, in schema order."""
+        """Columns of a synthetic table: the synthesized ones, templated text and the privacy unit's column (fresh
+        ids), in schema order."""
         keep = {c.name for c in self.synthesizable_columns()}
         keep |= {c.name for c in self.columns if c.kind == ColumnKind.text and c.template}
+        if self.privacy_unit is not None:
+            keep.add(self.privacy_unit.column)
         return [c.name for c in self.columns if c.name in keep]
+
+    def unit_kwargs(self) -> dict:
+        """The privacy unit as :class:`~dpsyn.privacy.PrivacyAccountant` takes it (``unit``, ``rows_per_unit``);
+        empty when the unit is one row."""
+        u = self.privacy_unit
+        return {} if u is None else {"unit": u.column, "rows_per_unit": u.max_rows_per_person}
 
     def fingerprint(self) -> str:
         """A stable hash of the schema's content (for lineage and MLflow)."""

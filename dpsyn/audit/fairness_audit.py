@@ -64,6 +64,10 @@ def _load(cfg: FairnessAuditConfig):
     schema = load_schema(cfg.table_schema)
     if schema.target is None:
         raise ConfigError(f"the fairness audit needs a target column; schema '{schema.name}' declares none")
+    if schema.privacy_unit is not None:
+        raise ConfigError(f"schema '{schema.name}' declares a person-level privacy unit; the fairness audit's models "
+                          "are accounted per row only: audit a copy of the schema without privacy_unit on a table "
+                          "with one row per person")
     df, _ = mask_table(read_table(cfg.data, schema), schema)
     rng = np.random.default_rng(cfg.seed)
     if cfg.test is not None:

@@ -68,7 +68,7 @@ def detect(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> dict
                                                                                   schema)
 
     p = config.synthesize.privacy
-    acct = PrivacyAccountant(epsilon=ctx.epsilon, delta=ctx.delta, accountant=p.accountant)
+    acct = PrivacyAccountant(epsilon=ctx.epsilon, delta=ctx.delta, accountant=p.accountant, **schema.unit_kwargs())
     rep = detect_drift_from_statistics(counts("reference"), counts("current"), schema, config.drift, accountant=acct,
                                        noise=NoiseSource(secure=p.secure_rng))
     acct.check()

@@ -23,7 +23,7 @@ from dpsyn.home import owner_gone
 from dpsyn.pipeline.context import RunContext
 from dpsyn.pipeline.tracker import Tracker
 from dpsyn.pipeline.workdir import WorkDir
-from dpsyn.privacy import NEIGHBOURING
+from dpsyn.privacy.accountant import neighbouring_relation
 from dpsyn.privacy.budget import BudgetLedger, population_of
 from dpsyn.schema import load_schema
 
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 def check_guarantee(config: SynthesizeConfig) -> dict:
     """The guarantee the run will state (manifest, MLflow), after refusing what would break it: noise from a seeded
     (non-secure) source, and k-anonymity (a data-dependent recoding with no DP bound) unless explicitly accepted."""
+    relation = neighbouring_relation(**load_schema(config.table_schema).unit_kwargs())
     if not config.privacy.secure_rng:
         raise ConfigError("privacy.secure_rng: false draws DP noise from a seeded generator (library tests only); a "
                           "synthesize run publishes and registers, which needs the secure noise source")
@@ -43,11 +44,11 @@ def check_guarantee(config: SynthesizeConfig) -> dict:
             raise ConfigError("mask.k (k-anonymity) recodes the rows by a data-dependent rule with no DP bound, so the "
                               "run's (ε, δ) would not hold for the input; set accept_non_dp_masking: true to run "
                               "anyway (the manifest then states no DP guarantee), or drop mask.k")
-        return {"neighbouring": NEIGHBOURING, "differential_privacy": False,
+        return {"neighbouring": relation, "differential_privacy": False,
                 "statement": "none for the input rows: k-anonymity recoded them by a data-dependent rule before the "
                              "DP mechanisms ran (accept_non_dp_masking)"}
-    return {"neighbouring": NEIGHBOURING, "differential_privacy": True,
-            "statement": f"the whole release is (ε, δ)-DP for {NEIGHBOURING} of the scrubbed and masked input "
+    return {"neighbouring": relation, "differential_privacy": True,
+            "statement": f"the whole release is (ε, δ)-DP for {relation} of the scrubbed and masked input "
                          "(docs/privacy.md)"}
 
 

@@ -22,7 +22,8 @@ from dpsyn.config import SynthesizeConfig
 from dpsyn.pipeline.context import RunContext
 from dpsyn.pipeline.partition import Partition, partition_seed, plan_partitions, read_partition
 from dpsyn.pipeline.workdir import WorkDir
-from dpsyn.privacy import NoiseSource
+from dpsyn.privacy import NoiseSource, derive_seed
+from dpsyn.privacy.unit import PERSON_CODE
 from dpsyn.progress import report
 from dpsyn.schema import load_schema
 
@@ -34,8 +35,11 @@ PLAN = "partitions.json"  # the partition plan (byte ranges, row groups, record 
 
 
 def partition_rows(config: SynthesizeConfig) -> int:
-    """Rows per partition for this run: k-anonymity needs the whole table in one partition."""
-    return 0 if config.mask.k is not None else config.scale.partition_rows
+    """Rows per partition for this run: k-anonymity, and a declared privacy unit (a person's rows are bounded
+    together), need the whole table in one partition."""
+    if config.mask.k is not None or load_schema(config.table_schema).privacy_unit is not None:
+        return 0
+    return config.scale.partition_rows
 
 
 def plan(config: SynthesizeConfig, ctx: RunContext) -> int:
@@ -65,11 +69,26 @@ def scrub_partition(config: SynthesizeConfig, ctx: RunContext, index: int) -> in
     part = _partition(ctx, index)
     work = ctx.workdir
     schema = load_schema(config.table_schema)
-    clean, rep = scrub_table(read_partition(config.data, schema, part), schema, config.scrub)
+    raw = read_partition(config.data, schema, part)
+    codes = None
+    if schema.privacy_unit is not None:  # before any read of a value: at most k rows per person
+        raw, codes = _bound_persons(raw, schema, config)
+    clean, rep = scrub_table(raw, schema, config.scrub)
+    if codes is not None:  # the person of each row, as random codes (the raw ids are scrubbed like any id)
+        clean[PERSON_CODE] = codes
     clean.to_parquet(work.part("scrubbed", index), index=False)
     work.part("scrub-report", index, "json").write_text(json.dumps(rep.to_dict()))
     _progress(work, "scrub-report", "scrub PII", part.count)
     return index
+
+
+def _bound_persons(raw: pd.DataFrame, schema, config: SynthesizeConfig) -> tuple[pd.DataFrame, np.ndarray]:
+    """The partition with at most the unit's bound of rows per person, and the kept rows' person codes."""
+    from dpsyn.privacy.unit import bound_table
+
+    unit = schema.privacy_unit
+    coins = NoiseSource(secure=config.privacy.secure_rng, seed=derive_seed(config.privacy.noise_seed, "unit"))
+    return bound_table(raw, unit.column, unit.max_rows_per_person, coins, table=f"input {Path(config.data).name}")
 
 
 def mask_frame(scrubbed: pd.DataFrame, schema, config=None):
@@ -96,10 +115,13 @@ def mask_partition(config: SynthesizeConfig, ctx: RunContext, index: int) -> int
     v = config.validation
     share = v.holdout_share if v.utility and v.holdout_share > 0 and schema.target is not None else 0.0
     src = work.part("scrubbed", index)
-    masked, rep = mask_frame(pd.read_parquet(src), schema, config.mask)
+    scrubbed = pd.read_parquet(src)
+    masked, rep = mask_frame(scrubbed, schema, config.mask)
     from dpsyn.pipeline.merge import row_hashes
 
     np.save(work.part("hashes", index, "npy"), row_hashes(masked))
+    if PERSON_CODE in scrubbed.columns:  # masking keeps the rows' index labels
+        masked[PERSON_CODE] = scrubbed[PERSON_CODE].loc[masked.index].to_numpy()
     summary = {"rows": len(masked), "columns": list(masked.columns), "dtypes": [str(t) for t in masked.dtypes],
                "mask_report": rep.model_dump(), "holdout_rows": 0}
     if share > 0:

@@ -68,6 +68,7 @@ def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
     Gaussian release; the validation gate's share is planned next. Returns the noisy counts (DP)."""
     from dpsyn.privacy import plan_counts
     from dpsyn.privacy import release_counts as release
+    from dpsyn.privacy.unit import PERSON_CODE, plan_unit_sizes, release_unit_sizes, unit_sizes
     from dpsyn.validation import plan_validation
 
     work = ctx.workdir
@@ -75,10 +76,18 @@ def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
     groups = {"train": batch["train_rows"]}
     if work.exists(WorkDir.HOLDOUT):
         groups["holdout"] = batch["holdout_rows"]
-    accountant = PrivacyAccountant(epsilon=ctx.epsilon, delta=ctx.delta, accountant=config.privacy.accountant)
+    schema = load_schema(config.table_schema)
+    accountant = PrivacyAccountant(epsilon=ctx.epsilon, delta=ctx.delta, accountant=config.privacy.accountant,
+                                   **schema.unit_kwargs())
     plan = plan_counts(accountant, config.privacy.count_share, groups=tuple(groups))
+    noise = NoiseSource(secure=config.privacy.secure_rng)
     try:
-        counts = release(groups, plan, accountant=accountant, noise=NoiseSource(secure=config.privacy.secure_rng))
+        sizes_sigma = plan_unit_sizes(accountant, config.privacy.count_share) if schema.privacy_unit else None
+        counts = release(groups, plan, accountant=accountant, noise=noise)
+        if schema.privacy_unit is not None:  # how many rows the training persons have: one release of its own
+            persons = pd.read_parquet(work / WorkDir.MASKED, columns=[PERSON_CODE])[PERSON_CODE].to_numpy()
+            sizes = unit_sizes(persons, schema.privacy_unit.max_rows_per_person)
+            counts = counts.with_unit_sizes(release_unit_sizes(sizes, sizes_sigma, accountant=accountant, noise=noise))
         plan_validation(accountant, config.validation,
                         n_train=counts.estimate("train") if "holdout" in groups else None)
     finally:
@@ -142,6 +151,11 @@ def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
         df, replaced = enforce_hard_rules(df, rules, schema, np.random.default_rng(seed))
         if replaced:
             logger.info("sample: %d synthetic rows broke a hard rule and were redrawn from compliant rows", replaced)
+            if schema.privacy_unit is not None:  # a redrawn row copied its source's person: persons drawn afresh
+                from dpsyn.privacy.unit import assign_fresh_ids
+
+                df[schema.privacy_unit.column] = assign_fresh_ids(len(df), synth.unit_sizes_,
+                                                                  np.random.default_rng(seed)).values
         return df
 
     if n <= chunk:

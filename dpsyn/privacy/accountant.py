@@ -10,6 +10,15 @@ sample_rate, steps)``:
 * a one-shot Gaussian release with L2 sensitivity Δ and noise std σΔ is
   ``(σ, 1.0, 1)``.
 
+**The privacy unit.** With ``rows_per_unit`` k > 1 (a declared person column whose rows are bounded to k per
+person before any read), the guarantee is for adding or removing one person with all their rows. Mechanisms
+still state their row-level noise: a release with noise std σΔ on a row-level L2 sensitivity Δ has person-level
+sensitivity at most kΔ (a person is k rows added one at a time), and a DP-SGD step with per-row clipping and
+row sampling rate q includes some of a person's rows with probability 1 − (1 − q)^k and moves the clipped sum by
+at most kC. The ledger records each mechanism at the person level, ``(σ/k, 1 − (1 − q)^k, T)``; a mechanism whose
+sensitivity is already per person (``person_level=True``: the rows-per-person histogram) is recorded as given.
+docs/privacy.md "The privacy unit" has the argument.
+
 Noise is calibrated *before* a mechanism runs (:meth:`calibrate`), against
 the target ε given what was already spent and what is planned for later in
 the run (:meth:`plan`), so the total stays ≤ the target. :meth:`check`
@@ -28,12 +37,20 @@ import numpy as np
 from dpsyn.errors import ConfigError, PrivacyBudgetExceededError, UnknownComponentError
 
 __all__ = ["NEIGHBOURING", "Mechanism", "PrivacyAccountant", "analytic_gaussian_epsilon", "gaussian_epsilon",
-           "list_accountants"]
+           "list_accountants", "neighbouring_relation"]
 
 logger = logging.getLogger(__name__)
 
-#: The neighbouring relation every guarantee of dpsyn is stated for (docs/privacy.md).
+#: The neighbouring relation of a run without a declared privacy unit (docs/privacy.md).
 NEIGHBOURING = "add/remove one row"
+
+
+def neighbouring_relation(unit: str | None = None, rows_per_unit: int = 1) -> str:
+    """The relation a guarantee is stated for: one row, or one person (``unit`` names its column) with all of
+    their rows, at most ``rows_per_unit`` after the contribution bound."""
+    if unit is None:
+        return NEIGHBOURING
+    return f"add/remove one person ({unit}) with all their rows (at most {rows_per_unit} per person)"
 
 _ACCOUNTANTS = ("prv", "rdp")
 _CALIBRATION_SLACK = 2e-3  # calibrate() aims at (1 − this) × the target ε
@@ -173,20 +190,47 @@ class PrivacyAccountant:
         tail, at δ itself.
     accountant : {"prv", "rdp"}
         Opacus accountant used for composition.
+    unit, rows_per_unit : str or None, int
+        The privacy unit's column and the public bound on its rows (module docstring); None: one row.
     """
 
-    def __init__(self, *, epsilon: float, delta: float, accountant: str = "prv"):
+    def __init__(self, *, epsilon: float, delta: float, accountant: str = "prv", unit: str | None = None,
+                 rows_per_unit: int = 1):
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise ConfigError(f"epsilon must be a positive number, got {epsilon}")
         if not (0 < delta < 1):
             raise ConfigError(f"delta must be in (0, 1), got {delta}")
         _make(accountant)  # validates the name
+        if int(rows_per_unit) != rows_per_unit or rows_per_unit < 1 or (unit is None and rows_per_unit != 1):
+            raise ConfigError(f"rows_per_unit must be a whole number ≥ 1 with a named unit, got {rows_per_unit}")
+        self.unit = unit
+        self.rows_per_unit = int(rows_per_unit)
         self.target_epsilon = float(epsilon)
         self.delta = float(delta)
         self.tail_delta = 0.0
         self.name = accountant
         self.ledger: list[Mechanism] = []
         self.planned: list[Mechanism] = []
+        self._person_level: set[str] = set()  # labels recorded or planned with person_level=True
+
+    @property
+    def neighbouring(self) -> str:
+        return neighbouring_relation(self.unit, self.rows_per_unit)
+
+    def planned_noise(self, label: str) -> float | None:
+        """The row-level noise multiplier (as :meth:`plan` was given it) of planned mechanism ``label``, or None."""
+        for m in self.planned:
+            if m.label == label:
+                return m.noise_multiplier * (1 if label in self._person_level else self.rows_per_unit)
+        return None
+
+    def _unit_level(self, noise_multiplier: float, sample_rate: float, person_level: bool) -> tuple[float, float]:
+        """A mechanism's row-level (σ, q) as the person-level pair the ledger composes (module docstring)."""
+        k = self.rows_per_unit
+        if person_level or k == 1:
+            return float(noise_multiplier), float(sample_rate)
+        q = 1.0 if sample_rate >= 1.0 else -math.expm1(k * math.log1p(-sample_rate))
+        return float(noise_multiplier) / k, min(1.0, q)
 
     @property
     def mechanism_delta(self) -> float:
@@ -216,13 +260,15 @@ class PrivacyAccountant:
     def remaining(self) -> float:
         return max(0.0, self.target_epsilon - self.epsilon())
 
-    def record(self, label: str, *, noise_multiplier: float, sample_rate: float, steps: int) -> Mechanism:
-        """Record a mechanism that has run. Consumes a matching planned entry if one exists."""
+    def record(self, label: str, *, noise_multiplier: float, sample_rate: float, steps: int,
+               person_level: bool = False) -> Mechanism:
+        """Record a mechanism that has run, with its row-level noise multiplier and sample rate (the ledger keeps
+        the unit-level pair; ``person_level``: already per person). Consumes a matching planned entry."""
         if noise_multiplier <= 0:
             raise PrivacyBudgetExceededError(f"mechanism '{label}' has no noise (noise_multiplier={noise_multiplier})")
         if not (0 < sample_rate <= 1) or steps < 0:
             raise ConfigError(f"mechanism '{label}': sample_rate must be in (0, 1] and steps ≥ 0")
-        m = Mechanism(label, float(noise_multiplier), float(sample_rate), int(steps))
+        m = Mechanism(label, *self._unit_level(noise_multiplier, sample_rate, person_level), int(steps))
         self.planned = [p for p in self.planned if p.label != label]
         if steps > 0:
             self.ledger.append(m)
@@ -239,9 +285,13 @@ class PrivacyAccountant:
         return eps
 
     # -- planning and calibration -------------------------------------------------------
-    def plan(self, label: str, *, noise_multiplier: float, sample_rate: float = 1.0, steps: int = 1) -> Mechanism:
-        """Declare a mechanism that will run later in this run, so calibration leaves room for it."""
-        m = Mechanism(label, float(noise_multiplier), float(sample_rate), int(steps))
+    def plan(self, label: str, *, noise_multiplier: float, sample_rate: float = 1.0, steps: int = 1,
+             person_level: bool = False) -> Mechanism:
+        """Declare a mechanism that will run later in this run, so calibration leaves room for it (row-level σ
+        and q, as :meth:`record` takes them)."""
+        m = Mechanism(label, *self._unit_level(noise_multiplier, sample_rate, person_level), int(steps))
+        if person_level:
+            self._person_level.add(label)
         self.planned = [p for p in self.planned if p.label != label] + [m]
         if self.epsilon(include_planned=True) > self.target_epsilon + _EPS_TOL:
             self.planned.pop()
@@ -250,7 +300,8 @@ class PrivacyAccountant:
             )
         return m
 
-    def sigma_for_share(self, share: float, *, sample_rate: float = 1.0, steps: int = 1) -> float:
+    def sigma_for_share(self, share: float, *, sample_rate: float = 1.0, steps: int = 1,
+                        person_level: bool = False) -> float:
         """Noise multiplier of a mechanism that alone costs ``share`` × the target ε.
 
         The default is one Gaussian release, sized with its exact ε (:func:`analytic_gaussian_epsilon`: PRV's
@@ -261,16 +312,21 @@ class PrivacyAccountant:
         if not 0 < share < 1:
             raise ConfigError(f"budget share must be in (0, 1), got {share}")
         goal = share * self.target_epsilon
+        k = 1 if person_level else self.rows_per_unit
+        _, q = self._unit_level(1.0, sample_rate, person_level)
         if sample_rate == 1.0 and steps == 1:
-            return self._search(lambda s: analytic_gaussian_epsilon(s, delta=self.mechanism_delta), goal, lo=0.05,
-                                hi=1e6)
-        return self._search(lambda s: _epsilon_of(self.name, [(s, sample_rate, steps)], self.mechanism_delta), goal)
+            return k * self._search(lambda s: analytic_gaussian_epsilon(s, delta=self.mechanism_delta), goal,
+                                    lo=0.05, hi=1e6)
+        return k * self._search(lambda s: _epsilon_of(self.name, [(s, q, steps)], self.mechanism_delta), goal)
 
-    def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd") -> float:
-        """Smallest noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within budget.
+    def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd", person_level: bool = False) -> float:
+        """Smallest (row-level) noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within
+        budget.
 
         Accounts for what was already spent and for every planned mechanism.
         """
+        k = 1 if person_level else self.rows_per_unit
+        _, q = self._unit_level(1.0, sample_rate, person_level)
         base = self.history() + [m.as_tuple() for m in self.planned if m.label != label]
         if _epsilon_of(self.name, base, self.mechanism_delta) >= self.target_epsilon:
             raise PrivacyBudgetExceededError(
@@ -278,8 +334,8 @@ class PrivacyAccountant:
             )
         # aim a hair below the target: the PRV composition of the recorded history (other order, other step
         # counts) can differ from the planned one in the 4th digit, and check() must never find ε above target
-        sigma = self._search(
-            lambda s: _epsilon_of(self.name, base + [(s, sample_rate, steps)], self.mechanism_delta),
+        sigma = k * self._search(
+            lambda s: _epsilon_of(self.name, base + [(s, q, steps)], self.mechanism_delta),
             self.target_epsilon * (1 - _CALIBRATION_SLACK)
         )
         logger.info("privacy: calibrated %s σ=%.4f for q=%.4g, %d steps", label, sigma, sample_rate, steps)
@@ -315,16 +371,21 @@ class PrivacyAccountant:
             "delta": self.delta,
             "tail_delta": self.tail_delta,
             "accountant": self.name,
+            "unit": self.unit,
+            "rows_per_unit": self.rows_per_unit,
             "ledger": [asdict(m) for m in self.ledger],
             "planned": [asdict(m) for m in self.planned],
+            "person_level_labels": sorted(self._person_level),
         }
 
     @classmethod
     def from_state_dict(cls, state: dict) -> PrivacyAccountant:
-        acct = cls(epsilon=state["epsilon"], delta=state["delta"], accountant=state["accountant"])
+        acct = cls(epsilon=state["epsilon"], delta=state["delta"], accountant=state["accountant"],
+                   unit=state.get("unit"), rows_per_unit=state.get("rows_per_unit", 1))
         acct.tail_delta = float(state.get("tail_delta", 0.0))
         acct.ledger = [Mechanism(**m) for m in state.get("ledger", [])]
         acct.planned = [Mechanism(**m) for m in state.get("planned", [])]
+        acct._person_level = set(state.get("person_level_labels", []))
         return acct
 
     def summary(self, *, curve: bool = False) -> dict:
@@ -340,7 +401,8 @@ class PrivacyAccountant:
             extra["epsilon_curve"] = [[d, e] for d, e in self.epsilon_curve([10.0**-k for k in range(10, 2, -1)])]
         return {
             "accountant": self.name,
-            "neighbouring": NEIGHBOURING,
+            "neighbouring": self.neighbouring,
+            "rows_per_unit": self.rows_per_unit,
             "target_epsilon": self.target_epsilon,
             "delta": self.delta,
             "tail_delta": self.tail_delta,

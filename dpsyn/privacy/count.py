@@ -46,6 +46,7 @@ class NoisyCounts:
     noise_std: float  # public: σ (sensitivity 1)
     z: float | None = None  # public: the lower bounds' z (None: none were planned)
     extra: dict[str, float] = field(default_factory=dict)  # public additions (e.g. expected canaries)
+    unit_sizes: list[float] | None = None  # DP: noisy histogram of training rows per person, 1..k (dpsyn.privacy.unit)
 
     def estimate(self, group: str | None = None) -> int:
         """A public row count: round(n̂) of ``group`` (all groups if None), at least 1; plus public additions."""
@@ -67,7 +68,11 @@ class NoisyCounts:
 
     def with_extra(self, name: str, rows: float) -> NoisyCounts:
         """The same release with a public number of rows added to the training group (e.g. audit canaries)."""
-        return NoisyCounts(self.values, self.noise_std, self.z, {**self.extra, name: float(rows)})
+        return NoisyCounts(self.values, self.noise_std, self.z, {**self.extra, name: float(rows)}, self.unit_sizes)
+
+    def with_unit_sizes(self, sizes: list[float]) -> NoisyCounts:
+        """The same release with the noisy rows-per-person histogram (a release of its own) beside it."""
+        return NoisyCounts(self.values, self.noise_std, self.z, dict(self.extra), [float(x) for x in sizes])
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,7 +80,8 @@ class NoisyCounts:
     @classmethod
     def from_dict(cls, d: dict) -> NoisyCounts:
         return cls(values={k: float(v) for k, v in d["values"].items()}, noise_std=float(d["noise_std"]),
-                   z=None if d.get("z") is None else float(d["z"]), extra=dict(d.get("extra", {})))
+                   z=None if d.get("z") is None else float(d["z"]), extra=dict(d.get("extra", {})),
+                   unit_sizes=None if d.get("unit_sizes") is None else [float(x) for x in d["unit_sizes"]])
 
 
 def plan_counts(accountant: PrivacyAccountant, share: float, *, groups: tuple[str, ...] = ("train",),

@@ -37,6 +37,13 @@ from dpsyn.privacy import (
     plan_counts,
     release_counts,
 )
+from dpsyn.privacy.unit import (
+    assign_fresh_ids,
+    bound_table,
+    plan_unit_sizes,
+    release_unit_sizes,
+    unit_sizes,
+)
 from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = ["Synthesizer"]
@@ -71,19 +78,37 @@ class Synthesizer(ABC):
             raise ConfigError("cannot fit on an empty table")
         schema.require_synthesizable()
         self.schema_ = schema
-        self.encoder_ = DiscreteEncoder(schema)
-        codes = self.encoder_.encode(df)
         if accountant is None:
             delta = self.privacy.resolved_delta(schema.population_size)
-            accountant = PrivacyAccountant(epsilon=self.privacy.epsilon, delta=delta, accountant=self.privacy.accountant)
+            accountant = PrivacyAccountant(epsilon=self.privacy.epsilon, delta=delta, accountant=self.privacy.accountant,
+                                           **schema.unit_kwargs())
         self.noise_ = NoiseSource(secure=self.privacy.secure_rng, seed=derive_seed(self.privacy.noise_seed, self.name))
+        persons = None
+        if schema.privacy_unit is not None:
+            df, persons = self._bounded(df, schema, accountant)
+        self.encoder_ = DiscreteEncoder(schema)
+        codes = self.encoder_.encode(df)
         if rows is None:
             label = f"{self.name}.rows"
             plan = plan_counts(accountant, self.privacy.count_share, lower_bounds=False, label=label)
+            sizes_sigma = plan_unit_sizes(accountant, self.privacy.count_share) if persons is not None else None
             rows = release_counts({"train": len(df)}, plan, accountant=accountant, noise=self.noise_, label=label)
+            if persons is not None:
+                rows = rows.with_unit_sizes(release_unit_sizes(
+                    unit_sizes(persons, schema.privacy_unit.max_rows_per_person), sizes_sigma,
+                    accountant=accountant, noise=self.noise_))
+        elif persons is not None and rows.unit_sizes is None:
+            raise ConfigError("a person-level fit needs the rows-per-person release beside the counts "
+                              "(NoisyCounts.with_unit_sizes), or no counts at all")
+        self.unit_sizes_ = rows.unit_sizes  # DP: the synthetic persons' row counts follow it
         self.public_rows_ = rows.estimate("train")  # public (DP): every size-dependent setting comes from it
         self.public_rows_std_ = float(rows.noise_std)  # public: the noise std of that count
-        self._fit(codes, accountant=accountant)
+        if persons is not None:
+            self.unit_scale_, self.row_weights_ = self._person_weights(persons, accountant.rows_per_unit)
+        try:
+            self._fit(codes, accountant=accountant)
+        finally:
+            self.row_weights_ = None  # private (a function of who has how many rows): never part of the model
         self.noise_ = None  # a noise source is not part of the fitted model
         accountant.check()
         self.privacy_ = accountant.summary()
@@ -100,6 +125,27 @@ class Synthesizer(ABC):
         out = self.encoder_.decode(codes, rng=rng)
         return self._finish(out, rng=rng)
 
+    def _bounded(self, df: pd.DataFrame, schema: TableSchema,
+                 accountant: PrivacyAccountant) -> tuple[pd.DataFrame, np.ndarray]:
+        """``df`` with at most the unit's bound of rows per person, and the kept rows' person codes."""
+        unit = schema.privacy_unit
+        coins = NoiseSource(secure=self.privacy.secure_rng, seed=derive_seed(self.privacy.noise_seed, "unit"))
+        if accountant.rows_per_unit != unit.max_rows_per_person or accountant.unit != unit.column:
+            raise ConfigError(f"the accountant's privacy unit ({accountant.neighbouring}) is not the schema's "
+                              f"({unit.column}, at most {unit.max_rows_per_person} rows per person)")
+        return bound_table(df, unit.column, unit.max_rows_per_person, coins,
+                           table=f"the table of schema '{schema.name}'")
+
+    def _person_weights(self, persons: np.ndarray, k: int) -> tuple[float, np.ndarray]:
+        """(c, per-row weights c / n_i) for a synthesizer that measures person-weighted counts: each person's rows
+        weigh c in all, so one person moves a weighted histogram by at most c in L1 and L2 whatever their rows
+        (docs/privacy.md "The privacy unit"). c = n̂ rows / n̂ persons, clipped to [1, k], is public (both are
+        releases); the weights are private and live only for the length of ``_fit``."""
+        n_persons = max(1.0, float(np.clip(np.asarray(self.unit_sizes_), 0, None).sum()))
+        c = float(np.clip(self.public_rows_ / n_persons, 1.0, k))
+        per = np.bincount(persons)
+        return c, c / per[persons]
+
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod
     def _fit(self, codes: np.ndarray, *, accountant: PrivacyAccountant) -> None: ...
@@ -114,6 +160,8 @@ class Synthesizer(ABC):
         for col in schema.columns:
             if col.kind == ColumnKind.text and col.template:
                 df[col.name] = _render_template(col.template, df)
+        if schema.privacy_unit is not None:
+            df[schema.privacy_unit.column] = assign_fresh_ids(len(df), getattr(self, "unit_sizes_", None), rng).values
         return df[schema.output_columns()]
 
     def params(self) -> dict[str, Any]:

@@ -204,15 +204,17 @@ def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | Non
     return out
 
 
-def split_noise(accountant: PrivacyAccountant, shares: dict[str, float]) -> dict[str, float]:
+def split_noise(accountant: PrivacyAccountant, shares: dict[str, float], *,
+                person_level: bool = False) -> dict[str, float]:
     """Noise multipliers σ_i = σ/√f_i for the fractions ``shares`` of one Gaussian σ that takes the rest of the
-    budget; all planned on ``accountant`` (σ is raised by 0.5 % steps if numerical composition needs it)."""
-    sigma = accountant.calibrate(sample_rate=1.0, steps=1, label=PAIRS_LABEL)
+    budget; all planned on ``accountant`` (σ is raised by 0.5 % steps if numerical composition needs it).
+    ``person_level``: multipliers of person-level sensitivities (the accountant records them as given)."""
+    sigma = accountant.calibrate(sample_rate=1.0, steps=1, label=PAIRS_LABEL, person_level=person_level)
     for _ in range(40):
         sig = {label: sigma / math.sqrt(f) for label, f in shares.items()}
         try:
             for label, s in sig.items():
-                accountant.plan(label, noise_multiplier=s)
+                accountant.plan(label, noise_multiplier=s, person_level=person_level)
             return sig
         except PrivacyBudgetExceededError:
             accountant.planned = [p for p in accountant.planned if p.label not in shares]
@@ -275,8 +277,17 @@ class PGM(Synthesizer):
         sizes = self.encoder_.sizes
         d, n = len(sizes), self.public_rows_  # n: public (the released noisy count), never len(codes)
         w = self._weights()
+        # Per person (a declared privacy unit): the counts are person-weighted (each person's rows weigh c in
+        # all, base._person_weights), so every measurement has person-level sensitivity c and is recorded as
+        # such; without a unit, rw is None and c = 1.
+        rw = getattr(self, "row_weights_", None)
+        person, c = (rw is not None), (self.unit_scale_ if rw is not None else 1.0)
+        # the public rules read ε·n̂ as signal over noise; at the person level every measurement's noise is c
+        # times a row-level one's (the task model's, DP-SGD charged by group privacy, k times): they read ε/c and
+        # ε/k
+        eps_rule = accountant.target_epsilon / c
         task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
-            epsilon=accountant.target_epsilon, public_rows=n, has_target=schema.target is not None,
+            epsilon=accountant.target_epsilon / accountant.rows_per_unit, public_rows=n, has_target=schema.target is not None,
             feature_codes=sum(sizes[:-1])))
         if task and schema.target is None:
             raise ConfigError(f"pgm task 'on' needs a target column; schema '{schema.name}' declares none")
@@ -287,23 +298,24 @@ class PGM(Synthesizer):
             left = 1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon
             sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t)
             accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
-        rule_share, rule_threshold = backbone_split(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
+        rule_share, rule_threshold = backbone_split(epsilon=eps_rule, public_rows=n, columns=d)
         one_share = rule_share if cfg.one_way_share is None else cfg.one_way_share
         threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
         star = schema.target is not None and d > 1 and (cfg.structure == "star" or (
-            cfg.structure == "auto" and star_structure(epsilon=accountant.target_epsilon, public_rows=n, columns=d)))
+            cfg.structure == "auto" and star_structure(epsilon=eps_rule, public_rows=n, columns=d)))
         select_share = 0.0 if star else cfg.select_share
         pair_share = 1 - one_share - select_share
         if pair_share <= 0:
             raise ConfigError("one_way_share + select_share must be < 1")
         shares = {ONE_WAY_LABEL: one_share, SELECT_LABEL: select_share, PAIRS_LABEL: pair_share}
-        sig = split_noise(accountant, {k: v for k, v in shares.items() if v > 0})
+        sig = split_noise(accountant, {k: v for k, v in shares.items() if v > 0}, person_level=person)
 
         # 1. measure every one-way marginal; 2. compress
-        std1 = [sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w)) / wj for wj in w]
-        noisy1 = [np.bincount(codes[:, j], minlength=k) + self.noise_.normal_numpy(k, std1[j])
+        std1 = [c * sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w)) / wj for wj in w]
+        noisy1 = [np.bincount(codes[:, j], weights=rw, minlength=k) + self.noise_.normal_numpy(k, std1[j])
                   for j, k in enumerate(sizes)]
-        accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1)
+        accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1,
+                          person_level=person)
         if cfg.smoothing != 0:
             noisy1 = [smooth_ordered(c, _ordered_codes(col), sj, cfg.smoothing) for c, sj, col in zip(
                 noisy1, std1, self.encoder_.columns, strict=True)]
@@ -314,7 +326,7 @@ class PGM(Synthesizer):
         # 3. select: noisy pair scores against the independent model, then post-processing; or the star
         chosen = [(j, d - 1) for j in range(d - 1)] if star else self._select_pairs(
             cc, noisy1, comp, w, sig, accountant, forced=[(j, d - 1) for j in range(d - 1)] if (
-                schema.target is not None and not task and cfg.target_pairs) else [])
+                schema.target is not None and not task and cfg.target_pairs) else [], weights=rw, scale=c)
 
         # 4. measure the chosen pairs (when none is worth its noise: the one-way marginals again, same release)
         cliques = chosen or [(j,) for j in range(d)]
@@ -322,17 +334,18 @@ class PGM(Synthesizer):
         delta_p = math.sqrt(sum(x * x for x in wq))
         meas = []
         for q, wgt in zip(cliques, wq, strict=True):
-            std = sig[PAIRS_LABEL] * delta_p / wgt
-            counts = pair_counts(cc, csizes, q)
+            std = c * sig[PAIRS_LABEL] * delta_p / wgt
+            counts = pair_counts(cc, csizes, q, weights=rw)
             meas.append((q, counts + self.noise_.normal_numpy(len(counts), std), std))
-        accountant.record(PAIRS_LABEL, noise_multiplier=sig[PAIRS_LABEL], sample_rate=1.0, steps=1)
+        accountant.record(PAIRS_LABEL, noise_multiplier=sig[PAIRS_LABEL], sample_rate=1.0, steps=1,
+                          person_level=person)
 
         # 5. estimate (post-processing)
         one_way = [(noisy1[j], std1[j], comp.maps[j]) for j in range(d)]
         total = pooled_total([(float(n), self.public_rows_std_ ** 2)]
                              + [(float(c.sum()), s * s * len(c)) for c, s in zip(noisy1, std1, strict=True)]
                              + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
-        iters = cfg.iters or estimation_iters(epsilon=accountant.target_epsilon, public_rows=n, columns=d)
+        iters = cfg.iters or estimation_iters(epsilon=eps_rule, public_rows=n, columns=d)
         self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=iters, one_way=one_way,
                                                      full_sizes=list(sizes))
         self.compression_ = comp
@@ -340,6 +353,7 @@ class PGM(Synthesizer):
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t},
+            "person_weight": c if person else None,
         }
 
     # -- mechanism steps ----------------------------------------------------------------------
@@ -357,17 +371,21 @@ class PGM(Synthesizer):
         c = np.bincount(comp.maps[j], weights=np.clip(noisy, 0, None), minlength=comp.sizes[j])
         return c / c.sum() if c.sum() > 0 else np.full(comp.sizes[j], 1.0 / comp.sizes[j])
 
-    def _select_pairs(self, cc, noisy1, comp, w, sig, accountant, *, forced) -> list[tuple[int, int]]:
-        """Release every pair's score against the independent model (Gaussian, sensitivity √m) and select."""
+    def _select_pairs(self, cc, noisy1, comp, w, sig, accountant, *, forced, weights=None,
+                      scale: float = 1.0) -> list[tuple[int, int]]:
+        """Release every pair's score against the independent model (Gaussian, sensitivity √m; with person
+        weights, c·√m: a person moves each score by at most c) and select."""
         csizes, d, n = comp.sizes, cc.shape[1], self.public_rows_
         pairs = all_pairs(d)
         p1 = [self._one_way_estimate(noisy1[j], comp, j) for j in range(d)]
-        scores = np.array([np.abs(pair_counts(cc, csizes, (i, j)) - n * np.outer(p1[i], p1[j]).ravel()).sum()
+        scores = np.array([np.abs(pair_counts(cc, csizes, (i, j), weights=weights)
+                                  - n * np.outer(p1[i], p1[j]).ravel()).sum()
                            for i, j in pairs]) if pairs else np.zeros(0)
         if len(pairs):
-            scores = scores + self.noise_.normal_numpy(len(pairs), sig[SELECT_LABEL] * math.sqrt(len(pairs)))
-        accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1)
-        return self._select(pairs, scores, csizes, w, sig[PAIRS_LABEL], d, forced=forced)
+            scores = scores + self.noise_.normal_numpy(len(pairs), scale * sig[SELECT_LABEL] * math.sqrt(len(pairs)))
+        accountant.record(SELECT_LABEL, noise_multiplier=sig[SELECT_LABEL], sample_rate=1.0, steps=1,
+                          person_level=weights is not None)
+        return self._select(pairs, scores, csizes, w, scale * sig[PAIRS_LABEL], d, forced=forced)
 
     def _select(self, pairs, scores, csizes, w, sigma_p, d, *, forced=()) -> list[tuple[int, int]]:
         """Post-processing of the noisy scores: pairs worth their noise, the maximum spanning forest of those

@@ -97,11 +97,13 @@ def posterior_mean_count(noisy: np.ndarray, std: float) -> np.ndarray:
     return np.clip(std * (a + mills), 0, None)
 
 
-def pair_counts(codes: np.ndarray, sizes: list[int], clique: tuple[int, ...]) -> np.ndarray:
-    """The (flattened, C-order) contingency table of ``codes`` over the columns ``clique``."""
+def pair_counts(codes: np.ndarray, sizes: list[int], clique: tuple[int, ...],
+                weights: np.ndarray | None = None) -> np.ndarray:
+    """The (flattened, C-order) contingency table of ``codes`` over the columns ``clique`` (rows weighted by
+    ``weights`` if given)."""
     dims = [sizes[c] for c in clique]
     idx = np.ravel_multi_index(tuple(codes[:, c] for c in clique), dims)
-    return np.bincount(idx, minlength=int(np.prod(dims))).astype(np.float64)
+    return np.bincount(idx, weights=weights, minlength=int(np.prod(dims))).astype(np.float64)
 
 
 def junction_tree_cells(sizes: list[int], cliques: list[tuple[int, ...]]) -> int:

@@ -88,9 +88,8 @@ def _utility_statistics(real, synth, holdout, schema, config, accountant, noise,
     )
 
     n_train = counts.estimate("train")
-    planned = {m.label: m for m in accountant.planned}
-    sigma_ref = planned[REFERENCE_LABEL].noise_multiplier if REFERENCE_LABEL in planned else \
-        plan_reference(accountant, config.reference_share, n_train)
+    sigma_ref = accountant.planned_noise(REFERENCE_LABEL) or plan_reference(accountant, config.reference_share,
+                                                                             n_train)
     positive = positive_label(schema, config.utility_positive)
     scorer = train_reference(real, schema, accountant=accountant, noise=noise, sigma=sigma_ref, public_rows=n_train)
     y = (holdout[schema.target].astype("string") == positive).to_numpy(dtype=bool, na_value=False)
@@ -147,8 +146,7 @@ def validate(
     statistics of the merged counts, so a partitioned gate releases exactly what an unpartitioned one would.
     """
     config = config or ValidationConfig()
-    planned = {m.label: m for m in accountant.planned}
-    sigma = planned[VALIDATION_LABEL].noise_multiplier if VALIDATION_LABEL in planned else None
+    sigma = accountant.planned_noise(VALIDATION_LABEL)
     if sigma is None:
         sigma = plan_validation(accountant, config)
     rules = gate_rules(config, schema)
@@ -401,7 +399,7 @@ def validate_files(
                          "checks every modelled column; nothing was spent")
     present = schema.model_copy(update={"columns": [c for c in schema.columns if c.name in syn.columns]})
     syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
-    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant, **schema.unit_kwargs())
     plan = plan_counts(acct, count_share)
     # the rest of the budget goes to the gate's one release
     acct.plan(VALIDATION_LABEL, noise_multiplier=acct.calibrate(sample_rate=1.0, steps=1, label=VALIDATION_LABEL))
@@ -409,7 +407,13 @@ def validate_files(
     with reservation(ledger_url, population, run_id or f"validate:{uuid.uuid4().hex}", epsilon=epsilon,
                      delta=delta, purpose="validate", note=f"real {Path(real).name}") as budget:
         budget.mark_read()
-        real_df, _ = mask_table(read_table(real, schema), schema)
+        raw = read_table(real, schema)
+        if schema.privacy_unit is not None:  # at most the bound of rows per person, before any statistic
+            from dpsyn.privacy.unit import bound_table
+
+            u = schema.privacy_unit
+            raw, _ = bound_table(raw, u.column, u.max_rows_per_person, noise, table=f"real file {Path(real).name}")
+        real_df, _ = mask_table(raw, schema)
         counts = release_counts({"train": len(real_df)}, plan, accountant=acct, noise=noise)
         rep = validate(real_df, syn, schema, config, accountant=acct, noise=noise, counts=counts)
         acct.check()

@@ -1,0 +1,186 @@
+"""The privacy unit (dpsyn/privacy/unit.py and the accountant's person-level ledger): a person with all their rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsyn.errors import ConfigError, SchemaError
+from dpsyn.privacy import NoiseSource, PrivacyAccountant
+from dpsyn.privacy.accountant import analytic_gaussian_epsilon
+from dpsyn.privacy.unit import (
+    UNIT_SIZES_LABEL,
+    assign_fresh_ids,
+    bound_contributions,
+    person_codes,
+    unit_sizes,
+)
+from dpsyn.schema import parse_schema
+from dpsyn.synth import create
+
+SCHEMA = """
+name: visits
+target: y
+privacy_unit: {column: pid, max_rows_per_person: 2}
+columns:
+  - {name: pid, kind: identifier}
+  - {name: a, kind: categorical, domain: [p, q, r]}
+  - {name: y, kind: categorical, domain: ["0", "1"]}
+"""
+
+
+def _noise(seed=0):
+    return NoiseSource(secure=False, seed=seed)
+
+
+def test_bound_keeps_at_most_k_rows_per_person_and_all_rows_of_small_persons():
+    codes = np.array([0, 0, 0, 0, 1, 2, 2, 3, 3, 3])
+    keep = bound_contributions(codes, 2, _noise())
+    kept = np.bincount(codes[keep], minlength=4)
+    assert kept.tolist() == [2, 1, 2, 2]
+    # every subset of a person's rows is possible: over seeds, each of person 0's four rows is kept sometimes
+    seen = np.zeros(4)
+    for seed in range(40):
+        seen += bound_contributions(codes, 2, _noise(seed))[:4]
+    assert (seen > 0).all() and seen.sum() == 80
+
+
+def test_person_codes_are_dense_and_do_not_follow_the_ids_order():
+    ids = pd.Series([f"id{i:03d}" for i in range(200)] + ["id000", None, None])
+    codes = person_codes(ids, _noise())
+    assert codes[0] == codes[200] and codes[201] != codes[202]  # a missing id is a person of its own
+    assert sorted(set(codes.tolist())) == list(range(202))
+    assert not (np.diff(codes[:200]) > 0).all()
+
+
+def test_unit_sizes_histogram_refuses_unbounded_rows():
+    assert unit_sizes(np.array([0, 0, 1, 2, 2]), 3).tolist() == [1.0, 2.0, 0.0]
+    with pytest.raises(ValueError, match="bound the rows first"):
+        unit_sizes(np.array([0, 0, 0]), 2)
+
+
+def test_person_level_ledger_scales_row_level_mechanisms_by_the_bound():
+    k = 3
+    person = PrivacyAccountant(epsilon=1.0, delta=1e-6, unit="pid", rows_per_unit=k)
+    row = PrivacyAccountant(epsilon=1.0, delta=1e-6)
+    # one Gaussian release: the row-level σ for a share is k times the one-row σ, and costs the same ε
+    s_person, s_row = person.sigma_for_share(0.3), row.sigma_for_share(0.3)
+    assert s_person == pytest.approx(k * s_row, rel=1e-9)
+    person.record("release", noise_multiplier=s_person, sample_rate=1.0, steps=1)
+    assert person.ledger[-1].noise_multiplier == pytest.approx(s_row)
+    assert analytic_gaussian_epsilon(person.ledger[-1].noise_multiplier, delta=1e-6) == pytest.approx(0.3, rel=1e-3)
+    # DP-SGD: recorded at σ/k and the rate at which some of a person's rows are drawn
+    q, steps = 0.01, 200
+    sigma = person.calibrate(sample_rate=q, steps=steps, label="sgd")
+    person.record("sgd", noise_multiplier=sigma, sample_rate=q, steps=steps)
+    m = person.ledger[-1]
+    assert m.noise_multiplier == pytest.approx(sigma / k)
+    assert m.sample_rate == pytest.approx(1 - (1 - q) ** k)
+    assert person.check() <= 1.0
+    # the same σ on a one-row accountant would spend far less: the bound is charged, not ignored
+    row.record("sgd", noise_multiplier=sigma, sample_rate=q, steps=steps)
+    assert row.epsilon() < 0.5 * person.epsilon()
+
+
+def test_person_level_mechanisms_are_recorded_as_given_and_planned_noise_is_row_level():
+    acct = PrivacyAccountant(epsilon=1.0, delta=1e-6, unit="pid", rows_per_unit=4)
+    s = acct.sigma_for_share(0.2, person_level=True)
+    assert s == pytest.approx(PrivacyAccountant(epsilon=1.0, delta=1e-6).sigma_for_share(0.2))
+    acct.plan(UNIT_SIZES_LABEL, noise_multiplier=s, person_level=True)
+    acct.plan("gate", noise_multiplier=40.0)
+    assert acct.planned_noise(UNIT_SIZES_LABEL) == pytest.approx(s)
+    assert acct.planned_noise("gate") == pytest.approx(40.0)
+    assert acct.planned[-1].noise_multiplier == pytest.approx(10.0)
+    again = PrivacyAccountant.from_state_dict(acct.state_dict())
+    assert again.planned_noise(UNIT_SIZES_LABEL) == pytest.approx(s) and again.rows_per_unit == 4
+    assert again.summary()["neighbouring"] == "add/remove one person (pid) with all their rows (at most 4 per person)"
+    assert PrivacyAccountant(epsilon=1.0, delta=1e-6).summary()["neighbouring"] == "add/remove one row"
+
+
+def test_rows_per_unit_needs_a_named_unit():
+    with pytest.raises(ConfigError, match="rows_per_unit"):
+        PrivacyAccountant(epsilon=1.0, delta=1e-6, rows_per_unit=2)
+
+
+def test_person_weighted_counts_move_by_at_most_c_per_person():
+    from dpsyn.synth.base import Synthesizer
+    from dpsyn.synth.pgm_model import pair_counts
+
+    class _S(Synthesizer):
+        name = "probe"
+
+        def _fit(self, codes, *, accountant): ...
+
+        def _sample_codes(self, n, *, rng): ...
+
+    s = _S.__new__(_S)
+    s.unit_sizes_, s.public_rows_ = [50.0, 25.0, 25.0], 175
+    persons = np.repeat(np.arange(100), [1] * 50 + [2] * 25 + [3] * 25)
+    c, w = s._person_weights(persons, 3)
+    assert c == pytest.approx(1.75) and np.bincount(persons, weights=w) == pytest.approx(np.full(100, 1.75))
+    codes = np.random.default_rng(0).integers(0, 3, size=(len(persons), 2))
+    without = persons != 99  # remove the last person (3 rows) with the same weights for everyone else
+    change = pair_counts(codes, [3, 3], (0, 1), weights=w) - pair_counts(codes[without], [3, 3], (0, 1),
+                                                                          weights=w[without])
+    assert np.linalg.norm(change) <= c + 1e-12 and np.abs(change).sum() == pytest.approx(c)
+
+
+def test_schema_checks_the_unit_column():
+    with pytest.raises(SchemaError, match="must be an identifier"):
+        parse_schema(SCHEMA.replace("kind: identifier", "kind: categorical, domain: [x]"))
+    with pytest.raises(SchemaError, match="is not a column"):
+        parse_schema(SCHEMA.replace("column: pid,", "column: nobody,"))
+    assert parse_schema(SCHEMA).unit_kwargs() == {"unit": "pid", "rows_per_unit": 2}
+
+
+def test_fresh_ids_follow_the_sizes_histogram_and_never_repeat_across_persons():
+    rng = np.random.default_rng(0)
+    ids = assign_fresh_ids(3000, [100.0, 0.0, 300.0], rng)
+    per = ids.value_counts()
+    assert (~per.isin([1, 3])).sum() <= 1 and per.sum() == 3000  # the last person may be cut short
+    assert (per == 3).mean() == pytest.approx(0.75, abs=0.05)  # persons, not rows, follow the histogram
+    assert assign_fresh_ids(5, None, rng).nunique() == 5
+
+
+@pytest.fixture(scope="module")
+def visits():
+    rng = np.random.default_rng(1)
+    persons = np.repeat(np.arange(900), rng.choice([1, 2, 5], 900, p=[0.5, 0.3, 0.2]))
+    a = rng.choice(["p", "q", "r"], len(persons))
+    y = (rng.random(len(persons)) < np.where(a == "p", 0.8, 0.2)).astype(int).astype(str)
+    return pd.DataFrame({"pid": [f"real-{p}" for p in persons], "a": a, "y": y}), parse_schema(SCHEMA)
+
+
+def test_a_person_level_fit_bounds_rows_charges_the_sizes_release_and_writes_fresh_ids(visits):
+    df, schema = visits
+    before = df.copy()
+    syn = create("pgm", {}, privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+    pd.testing.assert_frame_equal(df, before)  # the input is not modified
+    labels = [m["label"] for m in syn.privacy_["mechanisms"]]
+    assert UNIT_SIZES_LABEL in labels and syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
+    assert "person (pid)" in syn.privacy_["neighbouring"]
+    out = syn.sample(2000, random_state=0)
+    assert list(out.columns) == ["pid", "a", "y"]
+    assert not set(out["pid"]) & set(df["pid"])
+    assert out["pid"].value_counts().max() <= 2
+    # the noisy histogram of rows per person, not the raw one (with persons of 5 rows, bounded to 2)
+    sizes = np.asarray(syn.unit_sizes_)
+    assert len(sizes) == 2 and math.isfinite(sizes.sum())
+    # pgm measures person-weighted counts (each person's rows weigh c in all): its measurements are recorded at
+    # their person-level multipliers, as planned; the row-level count release at σ/k
+    c = syn.training_["person_weight"]
+    assert 1.0 <= c <= 2.0 and syn.row_weights_ is None  # the weights are not kept in the model
+    by_label = {m["label"]: m["noise_multiplier"] for m in syn.privacy_["mechanisms"]}
+    assert by_label["pgm.one_way"] == pytest.approx(syn.training_["noise_multipliers"]["pgm.one_way"])
+    # both cost count_share alone per person: the row count (noise std kσ on row sensitivity 1) is recorded at σ
+    assert by_label["pgm.rows"] == pytest.approx(by_label[UNIT_SIZES_LABEL])
+
+
+def test_a_person_level_fit_refuses_a_table_without_the_unit_column(visits):
+    df, schema = visits
+    with pytest.raises(ConfigError, match="has no column 'pid'"):
+        create("pgm", {}, privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df.drop(columns="pid"),
+                                                                                             schema)
