@@ -7,8 +7,9 @@ All 101,766 encounters of ../shared/data/diabetes130 (71,518 patients, up to 40 
 
 * ``unit_k<K>``: dpsyn's default backbone (``pgm``) on every training encounter with the schema's privacy unit
   ``patient_nbr`` and contribution bound K (each patient's encounters beyond K dropped at random before any
-  read; every mechanism charged per patient: docs/privacy.md "The privacy unit"). The synthetic table carries
-  fresh patient ids.
+  read; every mechanism charged per patient: docs/privacy.md "The privacy unit"), measuring person-weighted
+  counts (its default). The synthetic table carries fresh patient ids.
+* ``unit_k<K>_scaled``: the same with ``person_weights: false``: row counts, each release charged K times.
 * ``one_row`` (baseline b): one random encounter per patient, row-level ``pgm`` at ε (one row per patient: the
   row guarantee is the patient guarantee). The same as ``unit_k1``.
 * ``group`` (baseline a): today's row-level ``pgm`` on every training encounter at ε / k_max, k_max the true
@@ -79,9 +80,12 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
     rows = train
     fit_schema = schema
     fit_eps = eps
+    cfg = {}
     if method.startswith("unit_k"):
+        k, _, variant = method[6:].partition("_")
         fit_schema = schema.model_copy(update={"privacy_unit": PrivacyUnit(column=PERSON,
-                                                                           max_rows_per_person=int(method[6:]))})
+                                                                           max_rows_per_person=int(k))})
+        cfg = {"person_weights": variant != "scaled"}
     elif method == "one_row":
         pick = np.random.default_rng(seed).permutation(len(train))
         rows = train.iloc[pick].drop_duplicates(PERSON).drop(columns=PERSON).reset_index(drop=True)
@@ -89,7 +93,7 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
         k_max = int(train[PERSON].value_counts().max())
         fit_eps = eps / k_max
         rows = train.drop(columns=PERSON)
-    synth = create("pgm", {}, privacy={**privacy, "epsilon": fit_eps})
+    synth = create("pgm", cfg, privacy={**privacy, "epsilon": fit_eps})
     t0 = time.time()
     synth.fit(rows, fit_schema)
     fit_s = time.time() - t0
@@ -116,7 +120,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--eps", type=float, nargs="+", default=[1.0, 3.0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--methods", nargs="+", default=["unit_k3", "one_row", "group", "real"])
+    ap.add_argument("--methods", nargs="+", default=["unit_k3", "unit_k3_scaled", "one_row", "group", "real"])
     ap.add_argument("--out", default="benchmarks/results/relational")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")

@@ -93,6 +93,10 @@ class PGMConfig(BaseModel):
     task_ema_decay: float = Field(default=0.99, ge=0, lt=1)
     label_mix: float = Field(default=0.3, ge=0, le=1, description="Weight of the model's own p(y | x) in the "
                              "labels' logits when the task model runs (0: task model only).")
+    person_weights: bool = Field(
+        default=True, description="With a privacy unit in the schema: measure person-weighted counts (each person's "
+        "rows weigh c = n̂ rows / n̂ persons in all: sensitivity c per person); False: row counts charged by the "
+        "contribution bound k (the row distribution, at k times the noise).")
     field_weights: Literal["none", "tier"] = Field(
         default="none", description="'tier': a column's measurements get weight 0.5 (L2), 0.75 (L3) or 1 (L4): "
         "sensitive fields are measured with more noise, the rest with less, at the same ε.")
@@ -280,7 +284,7 @@ class PGM(Synthesizer):
         # Per person (a declared privacy unit): the counts are person-weighted (each person's rows weigh c in
         # all, base._person_weights), so every measurement has person-level sensitivity c and is recorded as
         # such; without a unit, rw is None and c = 1.
-        rw = getattr(self, "row_weights_", None)
+        rw = getattr(self, "row_weights_", None) if cfg.person_weights else None
         person, c = (rw is not None), (self.unit_scale_ if rw is not None else 1.0)
         # the public rules read ε·n̂ as signal over noise; at the person level every measurement's noise is c
         # times a row-level one's (the task model's, DP-SGD charged by group privacy, k times): they read ε/c and

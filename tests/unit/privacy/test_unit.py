@@ -184,3 +184,13 @@ def test_a_person_level_fit_refuses_a_table_without_the_unit_column(visits):
     with pytest.raises(ConfigError, match="has no column 'pid'"):
         create("pgm", {}, privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df.drop(columns="pid"),
                                                                                              schema)
+
+
+def test_row_counts_charged_by_the_bound_when_person_weights_are_off(visits):
+    df, schema = visits
+    syn = create("pgm", {"person_weights": False},
+                 privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+    by_label = {m["label"]: m["noise_multiplier"] for m in syn.privacy_["mechanisms"]}
+    # the measurements' row-level multipliers, recorded per person at σ/k (k = 2)
+    assert by_label["pgm.one_way"] == pytest.approx(syn.training_["noise_multipliers"]["pgm.one_way"] / 2)
+    assert syn.training_["person_weight"] is None and syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
