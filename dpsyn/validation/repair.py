@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpsyn.schema import TableSchema
-from dpsyn.validation.rules import Rule, RuleSet, _values
+from dpsyn.validation.rules import Rule, RuleSet, _values, expectation_mask
 
 __all__ = ["enforce_hard_rules", "violations"]
 
@@ -38,6 +38,8 @@ def _mask(rule: Rule, df: pd.DataFrame, schema: TableSchema) -> pd.Series:
     if rule.allowed:
         s = df[rule.allowed.column]
         return (~_in(s, rule.allowed.in_) & s.notna()).fillna(False)
+    if rule.expect:
+        return expectation_mask(df, rule, schema)
     if rule.order:
         o = rule.order
         a, b = pd.to_numeric(df[o.left], errors="coerce"), pd.to_numeric(df[o.right], errors="coerce")

@@ -14,6 +14,14 @@ A rules file::
       - name: pregnancy_only_female            # conditional implication
         if: {columns: [diag_1, diag_2, diag_3], icd9: ["630-679"]}
         then: {column: gender, in: [Female]}
+      - name: zip_has_five_digits              # any Great Expectations row-by-row expectation
+        expect:
+          type: expect_column_values_to_match_regex
+          kwargs: {column: zip3, regex: "^[0-9]{3}$"}
+
+``expect`` takes any column-map, column-pair-map or multicolumn-map expectation of Great Expectations 1.x by
+its name, with its keyword arguments: each has one unexpected count, which is what the gate releases (with
+noise, for a soft rule) or judges on the synthetic table alone (a hard rule).
 
 A condition names one ``column`` or several ``columns`` (any of them), and
 either ``in`` (values), ``not_in`` or ``icd9`` (code ranges such as
@@ -43,8 +51,8 @@ from dpsyn.errors import ConfigError, SchemaError
 from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = [
-    "Rule", "RuleSet", "compile_suite", "conditional_checks", "data_docs", "load_rules", "rule_counts",
-    "violation_counts",
+    "Expect", "Rule", "RuleSet", "compile_suite", "conditional_checks", "data_docs", "expectation_mask", "load_rules",
+    "rule_counts", "violation_counts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -97,12 +105,26 @@ class Order(_Strict):
     right: str
 
 
+class Expect(_Strict):
+    """Any row-by-row Great Expectations expectation, by name (``expect_column_values_to_match_regex``)."""
+
+    type: str = Field(pattern=r"^expect_[a-z0-9_]+$")
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def columns(self) -> list[str]:
+        k = self.kwargs
+        named = [k.get(x) for x in ("column", "column_A", "column_B")]
+        return [str(c) for c in named if c is not None] + [str(c) for c in k.get("column_list") or []]
+
+
 class Rule(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     range: Range | None = None
     allowed: Allowed | None = None
     order: Order | None = None
+    expect: Expect | None = None
     if_: Condition | None = Field(default=None, alias="if")
     then: Condition | None = None
     hard: bool = Field(
@@ -113,7 +135,7 @@ class Rule(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self):
-        kinds = [k for k in ("range", "allowed", "order") if getattr(self, k) is not None]
+        kinds = [k for k in ("range", "allowed", "order", "expect") if getattr(self, k) is not None]
         if self.if_ is not None or self.then is not None:
             if self.if_ is None or self.then is None:
                 raise ValueError("a conditional rule needs both 'if' and 'then'")
@@ -121,7 +143,7 @@ class Rule(_Strict):
                 raise ValueError("'then' names one column")
             kinds.append("if/then")
         if len(kinds) != 1:
-            raise ValueError(f"give exactly one of range, allowed, order, if/then (got {kinds or 'none'})")
+            raise ValueError(f"give exactly one of range, allowed, order, expect, if/then (got {kinds or 'none'})")
         return self
 
     @property
@@ -132,6 +154,8 @@ class Rule(_Strict):
             return [self.allowed.column]
         if self.order:
             return [self.order.left, self.order.right]
+        if self.expect:
+            return self.expect.columns
         return [*self.if_.names, *self.then.names]
 
 
@@ -233,6 +257,42 @@ def _values(cond: Condition, column: str, schema: TableSchema) -> tuple[str, lis
     return ("in", list(cond.in_)) if cond.in_ is not None else ("not_in", list(cond.not_in))
 
 
+def _expectation_class(rule: Rule):
+    """The Great Expectations class an ``expect`` rule names; refused unless it is row-by-row (one unexpected
+    count)."""
+    import great_expectations as gx
+    from great_expectations.expectations.expectation import (
+        ColumnMapExpectation,
+        ColumnPairMapExpectation,
+        MulticolumnMapExpectation,
+    )
+
+    name = rule.expect.type
+    cls = getattr(gx.expectations, "".join(p.capitalize() for p in name.split("_")), None)
+    if not isinstance(cls, type):
+        raise ConfigError(f"rule {rule.name}: no Great Expectations expectation is called {name} (see "
+                          "https://greatexpectations.io/expectations)")
+    if not issubclass(cls, (ColumnMapExpectation, ColumnPairMapExpectation, MulticolumnMapExpectation)):
+        raise ConfigError(f"rule {rule.name}: {name} is not a row-by-row (map) expectation: the gate needs the "
+                          "count of rows that break a rule; use a column-map, column-pair-map or multicolumn-map "
+                          "expectation")
+    if not rule.expect.columns:
+        raise ConfigError(f"rule {rule.name}: {name} needs its column(s) in kwargs (column, column_A/column_B or "
+                          "column_list)")
+    return cls
+
+
+def _expectation(rule: Rule):
+    cls = _expectation_class(rule)
+    from pydantic.v1 import ValidationError as V1ValidationError  # GX 1.x models are pydantic v1's
+
+    try:
+        return cls(**rule.expect.kwargs)
+    except (ValidationError, V1ValidationError) as e:
+        problems = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'kwargs'}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"rule {rule.name}: {rule.expect.type} does not take these kwargs ({problems})") from None
+
+
 def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
     import great_expectations as gx
     from great_expectations.expectations.row_conditions import Column, OrCondition
@@ -246,6 +306,8 @@ def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
         elif r.allowed:
             out.append(_Compiled(check=f"rule:{r.name}", rule=r.name, expectation=gx.expectations.ExpectColumnValuesToBeInSet(
                 column=r.allowed.column, value_set=list(r.allowed.in_))))
+        elif r.expect:
+            out.append(_Compiled(check=f"rule:{r.name}", rule=r.name, expectation=_expectation(r)))
         elif r.order:
             o = r.order
             a, b = (o.left, o.right) if o.op in (">=", ">") else (o.right, o.left)
@@ -275,9 +337,16 @@ def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
 
 
 def compile_suite(rules: RuleSet, schema: TableSchema, *, name: str | None = None):
-    """The rules as a ``great_expectations.ExpectationSuite`` (one expectation per check; meta names the check)."""
+    """The rules as a ``great_expectations.ExpectationSuite`` (one expectation per check; meta names the check).
+    Needs no context of the caller's: without an active one, an ephemeral context is made first."""
     import great_expectations as gx
+    from great_expectations.data_context.data_context.context_factory import project_manager
+    from great_expectations.exceptions import DataContextRequiredError
 
+    try:  # GX 1.x builds suites inside an active project
+        project_manager.get_current_project()
+    except DataContextRequiredError:
+        gx.get_context(mode="ephemeral")
     suite = gx.ExpectationSuite(name=name or rules.name)
     for c in _compile(rules, schema):
         c.expectation.meta = {"dpsyn_check": c.check, "dpsyn_rule": c.rule}
@@ -306,7 +375,9 @@ class _Runner:
         ds = self.context.data_sources.add_pandas("dpsyn")
         return ds.add_dataframe_asset("table").add_batch_definition_whole_dataframe("whole")
 
-    def run(self, df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> list:
+    def run(self, df: pd.DataFrame, rules: RuleSet, schema: TableSchema, *, complete: bool = False) -> list:
+        """GE's results of ``rules`` on ``df``: counts only, or with ``complete`` the index labels of the rows that
+        break each (only for a synthetic, public table)."""
         import uuid
 
         import great_expectations as gx
@@ -314,8 +385,8 @@ class _Runner:
         name = f"{rules.name}-{uuid.uuid4().hex[:8]}"
         suite = self.context.suites.add(compile_suite(rules, schema, name=name))
         vd = gx.ValidationDefinition(name=name, data=self.batch_definition, suite=suite)
-        res = vd.run(batch_parameters={"dataframe": df},
-                     result_format={"result_format": "BASIC", "partial_unexpected_count": 0})
+        fmt = {"result_format": "COMPLETE"} if complete else {"result_format": "BASIC", "partial_unexpected_count": 0}
+        res = vd.run(batch_parameters={"dataframe": df}, result_format=fmt)
         return res.results
 
 
@@ -382,6 +453,21 @@ def rule_counts(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[s
         counts[check] = (int(res.get("unexpected_count") or 0),
                          int(res.get("element_count") or 0) - int(res.get("missing_count") or 0))
     return counts
+
+
+def expectation_mask(df: pd.DataFrame, rule: Rule, schema: TableSchema) -> pd.Series:
+    """The rows of ``df`` that break the ``expect`` rule ``rule``, by Great Expectations' own per-row result (for
+    the synthetic table only: the row labels of a real table are never asked for)."""
+    global _RUNNER
+    _RUNNER = _RUNNER or _Runner()
+    one = RuleSet(name=f"mask-{rule.name}", rules=[rule])
+    frame = _ge_frame(df, schema)
+    (res,) = _RUNNER.run(frame, one, schema, complete=True)
+    if res.exception_info and res.exception_info.get("raised_exception"):
+        raise ConfigError(f"rule check rule:{rule.name} could not run: Great Expectations raised an error")
+    bad = pd.Series(False, index=df.index)
+    bad.loc[list(res.result.get("unexpected_index_list") or [])] = True
+    return bad
 
 
 def conditional_checks(rules: RuleSet) -> set[str]:

@@ -62,3 +62,21 @@ def _write_soft(T):
     p = Path(tempfile.mkdtemp()) / "soft.yaml"
     p.write_text(T.RULES)
     return p
+
+
+def test_expect_rules_mask_the_rows_great_expectations_names(tmp_path):
+    import test_rules as T
+
+    p = tmp_path / "hard.yaml"
+    p.write_text(T._hard(T.EXPECT_RULES))
+    rules = load_rules(p)
+    df = T._clean(300)
+    df["discharge_day"] = df["admit_day"] + 1
+    df.index = df.index + 1000  # labels, not positions
+    df.loc[df.index[:4], "discharge_day"] = df.loc[df.index[:4], "admit_day"]
+    masks = violations(df, rules, T.SCHEMA)
+    assert int(masks["rule:admit_discharge_differ"].sum()) == 4 and masks["rule:admit_discharge_differ"].iloc[:4].all()
+    counts = rule_counts(df, rules, T.SCHEMA)
+    assert all(int(masks[c].sum()) == counts[c][0] for c in masks)
+    out, replaced = enforce_hard_rules(df, rules, T.SCHEMA, np.random.default_rng(0))
+    assert replaced == 4 and len(out) == len(df) and not any(m.any() for m in violations(out, rules, T.SCHEMA).values())

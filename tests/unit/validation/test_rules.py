@@ -258,3 +258,81 @@ def test_data_docs_for_the_synthetic_table(rules, tmp_path):
     assert all(not r["result"].get("partial_unexpected_list") for r in result["results"])
     page = next(p for p in pages if "validations" in p.parts).read_text()
     assert "86.375" not in page and "86.38" not in page
+
+
+def test_compile_suite_needs_no_context_of_the_callers():
+    """In a fresh interpreter, with no Great Expectations context made beforehand (it raised
+    DataContextRequiredError)."""
+    import subprocess
+    import sys
+
+    code = ("from dpsyn.validation.rules import compile_suite, load_rules\n"
+            "from dpsyn.schema import load_schema\n"
+            "s = compile_suite(load_rules('diabetes130'), load_schema('diabetes130'))\n"
+            "print(len(s.expectations))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout.strip().splitlines()[-1]) > 3
+
+
+EXPECT_RULES = """
+version: 1
+name: clinic-expect
+rules:
+  - name: diag_1_is_a_code
+    expect:
+      type: expect_column_values_to_match_regex
+      kwargs: {column: diag_1, regex: "^[VE]?[0-9]{1,3}$"}
+  - name: stay_not_null
+    expect: {type: expect_column_values_to_not_be_null, kwargs: {column: stay}}
+    hard: true
+  - name: admit_discharge_differ
+    expect:
+      type: expect_select_column_values_to_be_unique_within_record
+      kwargs: {column_list: [admit_day, discharge_day]}
+"""
+
+
+def test_any_great_expectations_map_expectation_by_name(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text(EXPECT_RULES)
+    rules = load_rules(p)
+    types = sorted(e.expectation_type for e in compile_suite(rules, SCHEMA).expectations)
+    assert types == ["expect_column_values_to_match_regex", "expect_column_values_to_not_be_null",
+                     "expect_select_column_values_to_be_unique_within_record"]
+    df = _clean()
+    df["discharge_day"] = df["admit_day"] + 1
+    df.loc[:2, "diag_1"] = "not-a-code"
+    df.loc[3:4, "discharge_day"] = df.loc[3:4, "admit_day"]
+    counts = violation_counts(df, rules, SCHEMA)
+    assert counts == {"rule:diag_1_is_a_code": 3, "rule:stay_not_null": 0, "rule:admit_discharge_differ": 2}
+    # and they gate: soft ones against the noisy real rate, the hard one on the synthetic table alone
+    real = _clean(20000, seed=1)
+    real["discharge_day"] = real["admit_day"] + 1
+    good = real.copy()
+    rep, acct = _gate(real, good, p, epsilon=4.0)  # a rate check needs the precision (as for the shapes above)
+    assert rep.is_valid(), [(c.name, c.status) for c in rep.checks if not c.passed]
+    bad = good.copy()
+    bad.loc[bad.index[:2000], "discharge_day"] = bad.loc[bad.index[:2000], "admit_day"]  # 10 % break a soft rule
+    rep, _ = _gate(real, bad, p, epsilon=4.0)
+    assert "rule:admit_discharge_differ" in {c.name for c in rep.failures()}
+    stat = next(c for c in rep.checks if c.name == "rule:admit_discharge_differ")
+    assert stat.statistic == "rule_excess_rate" and stat.noise_std > 0
+
+
+@pytest.mark.parametrize(
+    "expect, match",
+    [
+        ({"type": "expect_table_row_count_to_be_between", "kwargs": {}}, "row-by-row"),
+        ({"type": "expect_column_values_to_be_purple", "kwargs": {"column": "stay"}}, "no Great Expectations"),
+        ({"type": "expect_column_values_to_match_regex", "kwargs": {"column": "shoe", "regex": "x"}}, "shoe"),
+        ({"type": "expect_column_values_to_match_regex", "kwargs": {"column": "stay", "bogus": 1}}, "kwargs"),
+    ],
+)
+def test_bad_expectation_rules_are_refused_clearly(tmp_path, expect, match):
+    import yaml
+
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump({"version": 1, "name": "x", "rules": [{"name": "a", "expect": expect}]}))
+    with pytest.raises((ConfigError, SchemaError), match=match):
+        violation_counts(_clean(20), load_rules(p), SCHEMA)
