@@ -17,6 +17,9 @@ import typer
 from dpsyn_cli.common import (
     EXIT_CHECK,
     EXIT_OK,
+    AccountantName,
+    AuditMethod,
+    AuditModel,
     JsonOpt,
     LedgerOpt,
     VerboseOpt,
@@ -259,13 +262,14 @@ def register(app: typer.Typer) -> None:
         schema: Annotated[str, typer.Option("--schema", help="Schema YAML path or shipped schema name.")],
         group: Annotated[str, typer.Option("--group", help="Column whose values are the groups (e.g. sex, race).")],
         test: Annotated[Path | None, typer.Option("--test", help="Held-out real rows (default: a seeded 20% split).")] = None,
-        model: Annotated[str, typer.Option("--model", help="task (the DP task model) or dpdsyn.")] = "task",
-        method: Annotated[str, typer.Option("--method", help="dpsgd, dpsgd-s, or both (side by side).")] = "dpsgd",
+        model: Annotated[AuditModel, typer.Option("--model", help="task (the DP task model) or dpdsyn.")] = "task",
+        method: Annotated[AuditMethod, typer.Option("--method", help="dpsgd, dpsgd-s, or both (side by side).")] = "dpsgd",
         epsilon: Annotated[float, typer.Option("--epsilon", help="ε of every audited model.")] = 10.0,
         rounds: Annotated[int, typer.Option("--rounds", help="R: the audit trains 2R models.")] = 20,
         rows: Annotated[int, typer.Option("--rows", help="Training rows drawn for the audit (0: all).")] = 2000,
         seed: Annotated[int, typer.Option("--seed")] = 0,
-        accountant: Annotated[str, typer.Option("--accountant", help="prv or rdp (faster to calibrate).")] = "prv",
+        accountant: Annotated[AccountantName, typer.Option("--accountant",
+                                                           help="prv or rdp (faster to calibrate).")] = "prv",
         plot: Annotated[Path | None, typer.Option("--plot", help="Write the GPR bar chart here (PNG).")] = None,
         group_clip: Annotated[list[str] | None, typer.Option(
             "--group-clip", metavar="KEY=VALUE",
@@ -283,18 +287,14 @@ def register(app: typer.Typer) -> None:
         """
 
         set_env_defaults(verbose)
+        method, model, accountant = (str(getattr(x, "value", x)) for x in (method, model, accountant))
 
         def go():
+            from pydantic import ValidationError
+
             from dpsyn.audit.fairness_audit import run_fairness_audit
             from dpsyn.config import FairnessAuditConfig
             from dpsyn.errors import ConfigError
-
-            if method not in ("dpsgd", "dpsgd-s", "both"):
-                raise ConfigError(f"--method must be dpsgd, dpsgd-s or both (got '{method}')")
-            if model not in ("task", "dpdsyn"):
-                raise ConfigError(f"--model must be task or dpdsyn (got '{model}')")
-            from pydantic import ValidationError
-
             from dpsyn.schema import load_schema
 
             record_owner_access(ledger, population, load_schema(schema), "audit fairness", f"data {data.name}")

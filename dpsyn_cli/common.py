@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["EXIT_CHECK", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle", "print_verdict",
+__all__ = ["AccountantName", "AuditMethod", "AuditModel", "EXIT_CHECK", "SynthesizerName", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle", "print_verdict",
            "set_env_defaults"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
@@ -26,6 +27,14 @@ LedgerOpt = Annotated[
 
 EXIT_OK, EXIT_CHECK, EXIT_INPUT = 0, 1, 2
 EXIT_INCOMPLETE = 3  # dpsyn scan: nothing found, but a cap stopped it before the end of a file
+
+#: Fixed choices of the options (so --help lists them and a typo fails at parse time, exit 2). The synthesizers
+#: are the registry's built-ins (tests/unit/test_cli_choices.py keeps them equal; importing the registry here
+#: would cost --help half a second); the accountants are dpsyn.privacy.accountant's.
+SynthesizerName = StrEnum("SynthesizerName", {n: n for n in ("pgm", "dpgen", "dpdsyn")})
+AccountantName = StrEnum("AccountantName", {n: n for n in ("prv", "rdp")})
+AuditMethod = StrEnum("AuditMethod", {n.replace("-", "_"): n for n in ("dpsgd", "dpsgd-s", "both")})
+AuditModel = StrEnum("AuditModel", {n: n for n in ("task", "dpdsyn")})
 
 
 def set_env_defaults(verbose: bool = False) -> None:

@@ -21,6 +21,7 @@ import typer
 
 from dpsyn_cli.common import (
     JsonOpt,
+    SynthesizerName,
     VerboseOpt,
     handle,
     read_config_file,
@@ -189,8 +190,9 @@ def run(
     epsilon: Annotated[float | None, typer.Option(
         "--epsilon", help="Total privacy budget ε for the run (> 0; default 1).")] = None,
     delta: DeltaOpt = None,
-    synthesizer: Annotated[str | None, typer.Option(
-        "--synthesizer", help="Synthesizer name: pgm (the default rule's choice), dpgen, dpdsyn.")] = None,
+    synthesizer: Annotated[SynthesizerName | None, typer.Option(
+        "--synthesizer",
+        help="Synthesizer: pgm (the default rule's choice), dpgen, dpdsyn.")] = None,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs (synthesizer setting).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace a non-empty output folder.")] = False,
     rules: Annotated[str | None, typer.Option(
@@ -212,7 +214,8 @@ def run(
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
         settings = _merged(
             read_config_file(config, "SynthesizeConfig settings"), data=data, table_schema=schema, out=out, overwrite=overwrite or None,
-            synthesizer=synthesizer, privacy={"epsilon": epsilon, "delta": delta},
+            synthesizer=synthesizer.value if synthesizer is not None else None,
+            privacy={"epsilon": epsilon, "delta": delta},
             validation={"rules": str(Path(rules).absolute()) if Path(rules).suffix else rules} if rules else None)
         for key, option in (("data", "--data"), ("table_schema", "--schema"), ("out", "--out")):
             if settings.get(key) is None:

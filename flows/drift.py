@@ -19,9 +19,11 @@ from flows.synthesize import HOOKS, synthesize
 from tasks import drift as drift_tasks
 from tasks import stages
 from tasks import tracking as mlf
+from tasks.options import FLOW_TIMEOUT_S, flow_run_name
 
 
-@flow(name="monitor-drift", log_prints=False, persist_result=False, validate_parameters=True, **HOOKS)
+@flow(name="monitor-drift", flow_run_name=flow_run_name, timeout_seconds=FLOW_TIMEOUT_S, log_prints=False,
+      persist_result=False, validate_parameters=True, **HOOKS)
 def monitor_drift(config: DriftMonitorConfig) -> dict:
     """Compare the newest batch with the champion's training batch; retrain on drift within the budget."""
     stages.sweep_stopped(config.synthesize)  # runs killed earlier: closed, their folders removed

@@ -16,11 +16,13 @@ from dpsyn.config import SynthesizeConfig
 from flows import partitioned
 from tasks import artifacts, hooks, stages
 from tasks import tracking as mlf
+from tasks.options import FLOW_TIMEOUT_S, flow_run_name
 
 HOOKS = dict(on_failure=[hooks.abort_run], on_crashed=[hooks.abort_run], on_cancellation=[hooks.abort_run])
 
 
-@flow(name="synthesize", log_prints=False, persist_result=False, validate_parameters=True, **HOOKS)
+@flow(name="synthesize", flow_run_name=flow_run_name, timeout_seconds=FLOW_TIMEOUT_S, log_prints=False,
+      persist_result=False, validate_parameters=True, **HOOKS)
 def synthesize(config: SynthesizeConfig) -> dict:
     """Make a DP synthetic table from ``config.data`` and publish it at ``config.out`` if the gate passes."""
     stages.sweep_stopped(config)  # runs killed earlier: closed (budget, MLflow, Prefect), their folders removed

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.pipeline import RunContext, lifecycle, manifest, stages
-from tasks.options import private_task
+from tasks.options import FIT_TIMEOUT_S, private_task
 
 
 @private_task("begin-run")
@@ -54,7 +54,7 @@ def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
     return stages.release_counts(config, ctx)
 
 
-@private_task("fit-synthesizer")
+@private_task("fit-synthesizer", timeout_seconds=FIT_TIMEOUT_S)
 def fit(config: SynthesizeConfig, ctx: RunContext) -> dict:
     return stages.fit(config, ctx)
 

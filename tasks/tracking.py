@@ -364,16 +364,18 @@ def log_privacy(run_id: str, privacy: dict | None) -> None:
         return
     metrics = {
         "epsilon_spent": privacy["epsilon_spent"],
-        "delta": privacy["delta"],
         "target_epsilon": privacy["target_epsilon"],
     }
+    # settings, not measurements: δ and each mechanism's sample rate and steps are params (fixed for the run)
+    params = {"training.delta": privacy["delta"]}
     for label, eps in privacy.get("epsilon_alone_by_mechanism", {}).items():
         metrics[f"epsilon_alone.{label}"] = eps
     for m in privacy.get("mechanisms", []):
         metrics[f"noise_multiplier.{m['label']}"] = m["noise_multiplier"]
-        metrics[f"sample_rate.{m['label']}"] = m["sample_rate"]
-        metrics[f"steps.{m['label']}"] = m["steps"]
+        params[f"training.sample_rate.{m['label']}"] = m["sample_rate"]
+        params[f"training.steps.{m['label']}"] = m["steps"]
     log_metrics(run_id, metrics)
+    log_params(run_id, params)
     set_tags(run_id, {"dpsyn.accountant": privacy["accountant"], "dpsyn.epsilon_spent": f"{privacy['epsilon_spent']:.6f}"})
     log_dict(run_id, privacy, "privacy/privacy.json")
     if privacy.get("epsilon_curve"):

@@ -37,6 +37,7 @@ def build_manifest(config: SynthesizeConfig, ctx: RunContext, *, batch: dict, wa
                    report: dict, lifetime: dict) -> dict:
     return {
         "mlflow_run_id": ctx.tracker_run_id,
+        "run_id": ctx.run_id,  # the orchestrator's id (the Prefect flow run's), or a random one
         "schema": config.table_schema,
         "synthesizer": config.synthesizer,
         "training_batch": batch,

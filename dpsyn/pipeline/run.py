@@ -18,12 +18,25 @@ from dpsyn.pipeline.tracker import NullTracker, Tracker
 from dpsyn.pipeline.workdir import WorkDir
 from dpsyn.schema import load_schema
 
-__all__ = ["run", "start_tracking", "tracking_tags"]
+__all__ = ["run", "run_name", "start_tracking", "tracking_tags"]
+
+
+def run_name(config: SynthesizeConfig, *, purpose: str = "synthesize") -> str:
+    """A readable name for the run, the same in Prefect and MLflow: purpose, schema, ε, and the batch window
+    (else the input file's name). Public: every part is configuration."""
+    schema = load_schema(config.table_schema).name
+    if config.batch_window_start or config.batch_window_end:
+        window = "..".join(d.date().isoformat() for d in (config.batch_window_start, config.batch_window_end) if d)
+    else:
+        window = config.data.stem
+    return f"{purpose}-{schema}-eps{config.privacy.epsilon:g}-{window}"
 
 
 def tracking_tags(config: SynthesizeConfig, ctx: RunContext) -> dict[str, str]:
-    """The tags a run's tracker record opens with (public: names, paths the user gave, the guarantee)."""
-    return {"dpsyn.flow": ctx.purpose, "dpsyn.data_file": config.data.name,
+    """The tags a run's tracker record opens with (public: names, paths the user gave, the guarantee, the run's id,
+    which under Prefect is the flow run's)."""
+    return {"mlflow.runName": run_name(config, purpose=ctx.purpose), "dpsyn.run_id": ctx.run_id,
+            "dpsyn.flow": ctx.purpose, "dpsyn.data_file": config.data.name,
             "dpsyn.data_path": str(config.data.absolute()), "dpsyn.population": ctx.population,
             "dpsyn.neighbouring": ctx.guarantee.get("neighbouring", ""),
             "dpsyn.guarantee": ctx.guarantee.get("statement", "")}

@@ -87,3 +87,18 @@ def test_prefect_deploy_all_registers_the_deployments(prefect_harness, tmp_path)
     assert {"synthesize-on-demand", "monitor-drift-monthly", "audit-on-demand", "audit-fairness-on-demand"} <= set(deps)
     sched = deps["monitor-drift-monthly"].schedules
     assert len(sched) == 1 and sched[0].schedule.cron == "0 2 1 * *" and sched[0].schedule.timezone
+    monitor = deps["monitor-drift-monthly"]
+    assert monitor.global_concurrency_limit is not None and monitor.global_concurrency_limit.limit == 1
+    for d in deps.values():  # as a service: tagged, and dpsyn's log lines reach the run's logs under a worker
+        assert "dpsyn" in d.tags
+        assert d.job_variables["env"]["PREFECT_LOGGING_EXTRA_LOGGERS"] == "dpsyn"
+
+
+def test_every_deployment_is_tagged_and_carries_dpsyn_environment():
+    for dep in _spec()["deployments"]:
+        assert "dpsyn" in dep["tags"], dep["name"]
+        env = dep["work_pool"]["job_variables"]["env"]
+        assert env["PREFECT_LOGGING_EXTRA_LOGGERS"] == "dpsyn"
+        assert not any("{{" in str(v) for v in env.values())  # an unset {{ $VAR }} would stay literal
+    (monitor,) = [d for d in _spec()["deployments"] if d["name"] == "monitor-drift-monthly"]
+    assert monitor["concurrency_limit"]["limit"] == 1

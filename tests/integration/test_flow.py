@@ -53,10 +53,22 @@ def test_flow_publishes_and_records(prefect_harness, small_adult, tmp_path):
     run = _mlflow_run(result["mlflow_run_id"])
     assert run.info.status == "FINISHED"
     assert 0 < run.data.metrics["epsilon_spent"] <= 1.0
-    assert run.data.metrics["delta"] == result["delta"] <= 1 / 2000
+    assert float(run.data.params["training.delta"]) == result["delta"] <= 1 / 2000  # settings: params
+    assert "delta" not in run.data.metrics and int(run.data.params["training.steps.dpgen.dpsgd"]) > 0
     assert run.data.tags["dpsyn.accountant"] == "prv"
     assert run.data.metrics["gate_passed"] == 1.0
     assert "noise_multiplier.dpgen.dpsgd" in run.data.metrics
+    # Prefect and MLflow link both ways: one readable name, the flow run's id on the MLflow run and in the manifest
+    import json
+    import uuid
+
+    from prefect.client.orchestration import get_client
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    with get_client(sync_client=True) as c:
+        flow_run = c.read_flow_run(uuid.UUID(manifest["run_id"]))
+    assert flow_run.name == run.data.tags["mlflow.runName"] == f"synthesize-adult-eps1-{small_adult.stem}"
+    assert run.data.tags["dpsyn.run_id"] == str(flow_run.id)
     _check_lineage(result, out, run)
     _check_no_scrub_artifact(run)
     _check_validation_artifacts(run, passed=True)
@@ -162,7 +174,7 @@ def test_flow_respects_small_epsilon(prefect_harness, small_adult, tmp_path):
         assert pop.spent_epsilon == 0.1
     else:
         assert 0.09 < pop.spent_epsilon <= 0.1
-    assert run.data.metrics["delta"] == 1e-6  # the public rule on Adult's documented 48,842 rows
+    assert float(run.data.params["training.delta"]) == 1e-6  # the public rule on Adult's documented 48,842 rows
 
 
 def test_failed_gate_publishes_nothing_but_records_spend(prefect_harness, small_adult, tmp_path):

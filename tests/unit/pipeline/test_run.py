@@ -14,7 +14,7 @@ from dpsyn.privacy.budget import BudgetLedger
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning")]
 
-MANIFEST_KEYS = {"mlflow_run_id", "schema", "synthesizer", "training_batch", "watermark", "epsilon_spent", "delta",
+MANIFEST_KEYS = {"mlflow_run_id", "run_id", "schema", "synthesizer", "training_batch", "watermark", "epsilon_spent", "delta",
                  "accountant", "guarantee", "population", "cumulative_epsilon", "gate_passed", "gate", "dataset_id",
                  "synthetic_sha256"}
 
