@@ -100,11 +100,11 @@ def publish_artifact(result: dict, alert: str | None = None) -> None:
 @task(name="mlflow-start-drift-run", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2)
 def start_run(config: DriftMonitorConfig, ctx: RunContext, reference: dict) -> RunContext:
     """One MLflow run per drift check (experiment ``config.experiment``), opened before the read."""
-    from dpsyn.pipeline.run import run_name
+    from dpsyn.pipeline.drift import check_name
     from tasks import tracking as mlf
 
     run_id = mlf.start_run(config.experiment, {"drift": config.drift.model_dump()}, tags={
-        "mlflow.runName": run_name(config.synthesize.model_copy(update={"data": config.data}), purpose="drift-check"),
+        "mlflow.runName": check_name(config),
         "dpsyn.run_id": ctx.run_id, "dpsyn.flow": "monitor_drift", "dpsyn.population": ctx.population,
         "dpsyn.new_batch_file": Path(config.data).name, "dpsyn.reference_model": str(reference.get("model")),
         "dpsyn.reference_version": str(reference.get("version"))})

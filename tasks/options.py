@@ -24,13 +24,13 @@ def flow_run_name() -> str:
     from prefect.runtime import flow_run
 
     from dpsyn.config import DriftMonitorConfig, SynthesizeConfig
+    from dpsyn.pipeline.drift import check_name
     from dpsyn.pipeline.run import run_name
 
     raw = flow_run.parameters.get("config")
     try:
         if flow_run.flow_name == "monitor-drift":
-            cfg = raw if isinstance(raw, DriftMonitorConfig) else DriftMonitorConfig.model_validate(raw)
-            return run_name(cfg.synthesize.model_copy(update={"data": cfg.data}), purpose="drift-check")
+            return check_name(raw if isinstance(raw, DriftMonitorConfig) else DriftMonitorConfig.model_validate(raw))
         cfg = raw if isinstance(raw, SynthesizeConfig) else SynthesizeConfig.model_validate(raw)
         return run_name(cfg)
     except Exception:  # a name is advice: a bad parameter fails the run itself, with its own message

@@ -20,7 +20,7 @@ from dpsyn.pipeline.context import RunContext
 from dpsyn.pipeline.workdir import WorkDir
 from dpsyn.schema import load_schema
 
-__all__ = ["REPORT", "REPORT_HTML", "batch_config", "begin", "detect", "retrain_config", "retrain_refusal",
+__all__ = ["REPORT", "REPORT_HTML", "batch_config", "begin", "check_config", "check_name", "detect", "retrain_config", "retrain_refusal",
            "sub_context"]
 
 REPORT = "drift_report.json"
@@ -39,10 +39,21 @@ def batch_config(config: DriftMonitorConfig, data: str | Path) -> SynthesizeConf
     return config.synthesize.model_copy(update={"data": Path(data), "validation": no_holdout})
 
 
+def check_config(config: DriftMonitorConfig) -> SynthesizeConfig:
+    """The run settings a drift check is reserved and named under: the synthesize settings on the new batch."""
+    return config.synthesize.model_copy(update={"data": config.data})
+
+
+def check_name(config: DriftMonitorConfig) -> str:
+    """The check's readable name, the same in Prefect and MLflow (dpsyn.pipeline.run.run_name)."""
+    from dpsyn.pipeline.run import run_name
+
+    return run_name(check_config(config), purpose="drift-check")
+
+
 def begin(config: DriftMonitorConfig, *, run_id: str | None = None) -> RunContext:
     """Reserve the check's ε (and the public δ) in the population's budget; create the run's work folder."""
-    cfg = config.synthesize.model_copy(update={"data": config.data})
-    return lifecycle.begin(cfg, run_id=run_id, purpose="drift-check", epsilon=config.drift.epsilon)
+    return lifecycle.begin(check_config(config), run_id=run_id, purpose="drift-check", epsilon=config.drift.epsilon)
 
 
 def sub_context(ctx: RunContext, name: str) -> RunContext:

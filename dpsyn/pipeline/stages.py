@@ -151,11 +151,7 @@ def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
         df, replaced = enforce_hard_rules(df, rules, schema, np.random.default_rng(seed))
         if replaced:
             logger.info("sample: %d synthetic rows broke a hard rule and were redrawn from compliant rows", replaced)
-            if schema.privacy_unit is not None:  # a redrawn row copied its source's person: persons drawn afresh
-                from dpsyn.privacy.unit import assign_fresh_ids
-
-                df[schema.privacy_unit.column] = assign_fresh_ids(len(df), synth.unit_sizes_,
-                                                                  np.random.default_rng(seed)).values
+            df = synth.with_fresh_persons(df, np.random.default_rng(seed))  # a redrawn row copied its person
         return df
 
     if n <= chunk:

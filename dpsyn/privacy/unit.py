@@ -69,8 +69,12 @@ def bound_table(df: pd.DataFrame, column: str, k: int, noise: NoiseSource, *,
     bounded on those codes."""
     from dpsyn.errors import ConfigError
 
-    if PERSON_CODE in df.columns:
-        codes = df[PERSON_CODE].to_numpy(dtype=np.int64)
+    if PERSON_CODE in df.columns:  # rows added after preparation (an audit's canaries) have none: each its own
+        raw = pd.to_numeric(df[PERSON_CODE], errors="coerce")
+        codes = np.array(raw.fillna(-1), dtype=np.int64)  # a copy: pandas may hand out a read-only view
+        missing = np.flatnonzero(codes < 0)
+        if len(missing):
+            codes[missing] = int(codes.max()) + 1 + np.arange(len(missing))
     elif column in df.columns:
         codes = person_codes(df[column], noise)
     else:

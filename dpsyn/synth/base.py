@@ -160,9 +160,16 @@ class Synthesizer(ABC):
         for col in schema.columns:
             if col.kind == ColumnKind.text and col.template:
                 df[col.name] = _render_template(col.template, df)
-        if schema.privacy_unit is not None:
-            df[schema.privacy_unit.column] = assign_fresh_ids(len(df), getattr(self, "unit_sizes_", None), rng).values
-        return df[schema.output_columns()]
+        return self.with_fresh_persons(df, rng)[schema.output_columns()]
+
+    def with_fresh_persons(self, df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+        """``df`` with the privacy unit's column set to fresh person ids whose rows per person follow the noisy
+        rows-per-person release (post-processing; unchanged without a unit). A sample whose rows were redrawn
+        (hard rules) calls it again: a redrawn row would otherwise share its source's person."""
+        unit = self.schema_.privacy_unit
+        if unit is not None:
+            df[unit.column] = assign_fresh_ids(len(df), getattr(self, "unit_sizes_", None), rng).values
+        return df
 
     def params(self) -> dict[str, Any]:
         """Settings to record (no data values)."""

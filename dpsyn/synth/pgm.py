@@ -287,9 +287,9 @@ class PGM(Synthesizer):
         rw = getattr(self, "row_weights_", None) if cfg.person_weights else None
         person, c = (rw is not None), (self.unit_scale_ if rw is not None else 1.0)
         # the public rules read ε·n̂ as signal over noise; at the person level every measurement's noise is c
-        # times a row-level one's (the task model's, DP-SGD charged by group privacy, k times): they read ε/c and
-        # ε/k
-        eps_rule = accountant.target_epsilon / c
+        # times a row-level one's with person weights, k times without (and the task model's, DP-SGD charged by
+        # group privacy, k times): they read ε/c or ε/k
+        eps_rule = accountant.target_epsilon / (c if person else accountant.rows_per_unit)
         task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
             epsilon=accountant.target_epsilon / accountant.rows_per_unit, public_rows=n, has_target=schema.target is not None,
             feature_codes=sum(sizes[:-1])))

@@ -194,3 +194,18 @@ def test_row_counts_charged_by_the_bound_when_person_weights_are_off(visits):
     # the measurements' row-level multipliers, recorded per person at σ/k (k = 2)
     assert by_label["pgm.one_way"] == pytest.approx(syn.training_["noise_multipliers"]["pgm.one_way"] / 2)
     assert syn.training_["person_weight"] is None and syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
+
+
+def test_rows_added_after_preparation_are_persons_of_their_own(visits):
+    """A prepared table carries person codes; an in-run audit's canaries join without one (they were a KeyError
+    or an integer cast of a missing value): each is bounded as a person of its own."""
+    from dpsyn.privacy.unit import PERSON_CODE, bound_table
+
+    df, _ = visits
+    prepared = df.drop(columns="pid").assign(**{PERSON_CODE: person_codes(df["pid"], _noise())})
+    canaries = prepared.iloc[:5].assign(**{PERSON_CODE: pd.NA})
+    table = pd.concat([prepared, canaries], ignore_index=True)
+    _, codes = bound_table(table, "pid", 2, _noise())
+    assert np.bincount(codes).max() <= 2
+    n_real = prepared[PERSON_CODE].nunique()
+    assert len(set(codes.tolist())) == n_real + 5  # five canaries, five new persons, all kept
