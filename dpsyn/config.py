@@ -75,7 +75,7 @@ class BudgetConfig(BaseModel):
     lifetime_epsilon: float | None = Field(
         default=None, gt=0, description="Lifetime cap on the sum of the runs' ε; None: no cap (spend still recorded).")
     ledger_url: str | None = Field(
-        default=None, description="sqlite:///PATH of the budget ledger; default $DPSYN_BUDGET_URL or "
+        default=None, description="sqlite:///PATH or postgresql://... of the budget ledger; default $DPSYN_BUDGET_URL or "
         "$DPSYN_HOME/budget.db.")
 
 
@@ -104,7 +104,7 @@ class SynthesizeConfig(BaseModel):
     experiment: str = Field(default="dpsyn", description="MLflow experiment name.")
     watermark: WatermarkConfig = Field(default_factory=WatermarkConfig)
     lineage_url: str | None = Field(
-        default=None, description="sqlite:///PATH of the lineage ledger; default $DPSYN_LINEAGE_URL or $DPSYN_HOME/lineage.db."
+        default=None, description="sqlite:///PATH or postgresql://... of the lineage ledger; default $DPSYN_LINEAGE_URL or $DPSYN_HOME/lineage.db."
     )
     batch_window_start: datetime | None = Field(default=None, description="Start of the time window the input covers.")
     batch_window_end: datetime | None = Field(default=None, description="End of the time window the input covers.")
@@ -198,7 +198,7 @@ class AuditConfig(BaseModel):
 
     paths: list[Path] = Field(min_length=1, description="Synthetic files (CSV or Parquet) to verify.")
     table_schema: str | None = Field(default=None, description="Schema name or YAML path for the statistical test.")
-    ledger_url: str | None = Field(default=None, description="sqlite:///PATH of the lineage ledger.")
+    ledger_url: str | None = Field(default=None, description="sqlite:///PATH or postgresql://... of the lineage ledger.")
     alpha: float = Field(default=DEFAULT_ALPHA, gt=0, lt=1, description="Significance level of the statistical test.")
     key_block: str | None = Field(default=None, description="A Prefect Secret block holding an extra key (hex).")
     fail_if_not_ours: bool = Field(default=False, description="Fail the flow run when a file carries no mark of ours.")

@@ -1,4 +1,5 @@
-"""The lineage ledger: a small SQLite database, ``$DPSYN_HOME/lineage.db`` by default.
+"""The lineage ledger: a small database, the SQLite file ``$DPSYN_HOME/lineage.db`` by default, or a PostgreSQL
+database (``DPSYN_LINEAGE_URL=postgresql://USER@HOST/DB``).
 
 Tables (one row per thing, linked by foreign keys)::
 
@@ -8,8 +9,8 @@ Tables (one row per thing, linked by foreign keys)::
     datasets          dataset_id → run, sha256, path, rows, validation verdict, watermark settings
     codes             code → dataset, key id, timestamp (the HMAC's inputs are the run's batch and run id)
 
-A release is written in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT``):
-either all of its rows are stored or none. The ledger holds identifiers,
+A release is written in one transaction (``BEGIN IMMEDIATE`` … ``COMMIT`` on SQLite, under an advisory lock on
+PostgreSQL: dpsyn/sqlite.py): either all of its rows are stored or none. The ledger holds identifiers,
 hashes, counts, settings and ε: no data value and no key (key ids only).
 """
 
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dpsyn.errors import AuditFailedError, InputError, LedgerConflictError
-from dpsyn.home import sqlite_file
 from dpsyn.lineage.models import (
     DatasetRef,
     Lineage,
@@ -33,7 +33,10 @@ from dpsyn.lineage.models import (
     ValidationRef,
     WatermarkSettings,
 )
-from dpsyn.sqlite import connect
+from dpsyn.sqlite import Db, Row, connect, display, ledger_location
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 __all__ = ["LEDGER_ENV", "AuditFailedError", "Ledger", "LedgerConflictError", "ledger_path"]
 
@@ -116,12 +119,14 @@ LEFT JOIN batch_digests g ON g.batch_id = b.batch_id
 """
 
 
-def ledger_path(url: str | None = None) -> Path:
-    """The SQLite file of a ledger URL (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path).
+def ledger_path(url: str | Path | None = None) -> Path | URL:
+    """Where a ledger URL points: a SQLite file (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path) as a
+    Path, or a PostgreSQL database (``postgresql://USER@HOST/DB``) as a SQLAlchemy URL (``str()`` of it hides the
+    password).
 
     ``None`` means ``$DPSYN_LINEAGE_URL`` if set, else ``$DPSYN_HOME/lineage.db``.
     """
-    return sqlite_file(url, env=LEDGER_ENV, default_name="lineage.db", what="lineage ledger")
+    return ledger_location(url, env=LEDGER_ENV, default_name="lineage.db", what="lineage ledger")
 
 
 def _now() -> str:
@@ -135,11 +140,12 @@ def _iso(d: datetime | None) -> str | None:
 class Ledger:
     """The lineage ledger at ``url`` (see :func:`ledger_path`); created on first write."""
 
-    def __init__(self, url: str | None = None):
-        self.path = ledger_path(url)
+    def __init__(self, url: str | Path | None = None):
+        #: a SQLite file (Path) or a PostgreSQL URL (``str()`` hides its password)
+        self.path: Path | URL = ledger_path(url)
 
     def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
+        return f"Ledger({display(self.path)!r})"
 
     # -- connection -------------------------------------------------------------------------
     def _connect(self, *, write: bool):
@@ -214,7 +220,7 @@ class Ledger:
         return bool(gone)
 
     @staticmethod
-    def _same(db: sqlite3.Connection, r: Release) -> bool:
+    def _same(db: Db, r: Release) -> bool:
         row = db.execute(_SELECT + " WHERE c.code = ?", (r.code,)).fetchone()
         return row is not None and row["sha256"] == r.dataset.sha256 and row["run_id"] == r.model.run_id
 
@@ -266,7 +272,7 @@ class Ledger:
             return int(db.execute("SELECT COUNT(*) FROM codes").fetchone()[0])
 
 
-def _lineage(row: sqlite3.Row) -> Lineage:
+def _lineage(row: Row) -> Lineage:
     val = json.loads(row["validation_json"] or "{}")
     return Lineage(
         recorded_at=row["recorded_at"],

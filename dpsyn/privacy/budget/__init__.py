@@ -5,7 +5,8 @@ starts reading, then commits what it actually spent or, if it never read
 anything, releases the reservation. Totals are basic composition (sums of ε
 and of δ), checked against the population's cap atomically. Stored in SQLite
 (``$DPSYN_HOME/budget.db`` by default, ``DPSYN_BUDGET_URL`` or a
-``sqlite:///PATH`` URL otherwise). See :mod:`dpsyn.privacy.budget.ledger` for the
+``sqlite:///PATH`` URL otherwise) or in PostgreSQL (a ``postgresql://USER@HOST/DB``
+URL, shared by several hosts). See :mod:`dpsyn.privacy.budget.ledger` for the
 guarantees.
 
     with reservation(None, "uci-adult", run_id, epsilon=1.0, delta=1e-6, purpose="synthesize") as run:

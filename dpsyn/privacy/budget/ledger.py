@@ -1,4 +1,5 @@
-"""The privacy-budget ledger: a small SQLite database, ``$DPSYN_HOME/budget.db`` by default.
+"""The privacy-budget ledger: a small database, the SQLite file ``$DPSYN_HOME/budget.db`` by default, or a
+PostgreSQL database shared by several hosts (``DPSYN_BUDGET_URL=postgresql://USER@HOST/DB``).
 
 It keeps each population (a sensitive dataset) within the lifetime privacy
 budget its owner allowed, across every run that ever reads it.
@@ -17,8 +18,8 @@ sum of its runs' ε and the sum of their δ. That bound holds for any mix of
 ledger is sound whatever accountant each run used internally (it may be loose:
 advanced or RDP composition across runs would give a smaller total).
 
-A run's life (every step is one ``BEGIN IMMEDIATE`` transaction, durable when
-the call returns)::
+A run's life (every step is one transaction, durable when the call returns, and writers never interleave:
+``BEGIN IMMEDIATE`` on SQLite, a transaction-level advisory lock on PostgreSQL; dpsyn/sqlite.py)::
 
     reserve(run, ε, δ)   write-ahead, before any data is read: check the cap and
                          insert the reservation, atomically (two processes can
@@ -63,8 +64,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
 from dpsyn.privacy.budget.models import Access, PopulationBudget, Reservation
@@ -85,7 +86,10 @@ from dpsyn.privacy.budget.store import (
     _totals,
     budget_path,
 )
-from dpsyn.sqlite import connect
+from dpsyn.sqlite import Db, Row, connect, display
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 __all__ = [
     "BUDGET_ENV",
@@ -99,20 +103,24 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: runs in the order they were reserved: SQLite's rowid breaks ties within a second; PostgreSQL has no rowid
+_ORDER = {"sqlite": "created_at, rowid", "postgresql": "created_at, run_id"}
+
 
 class BudgetLedger:
     """The privacy-budget ledger at ``url`` (see :func:`budget_path`); created on first write."""
 
     def __init__(self, url: str | Path | None = None):
-        self.path = budget_path(url)
+        #: a SQLite file (Path) or a PostgreSQL URL (``str()`` hides its password)
+        self.path: Path | URL = budget_path(url)
 
     def __repr__(self) -> str:
-        return f"BudgetLedger({str(self.path)!r})"
+        return f"BudgetLedger({display(self.path)!r})"
 
     @contextlib.contextmanager
     def _connect(self, *, write: bool):
-        """A connection; for writes, inside one ``BEGIN IMMEDIATE`` transaction (dpsyn.sqlite), an older ledger
-        migrated first."""
+        """A connection; for writes, inside one transaction that excludes other writers (dpsyn.sqlite), an older
+        ledger migrated first."""
         with connect(self.path, write=write, schema=_SCHEMA, required_table="reservations", what="budget ledger",
                      version=("budget_version", str(BUDGET_VERSION))) as db:
             if write:
@@ -200,8 +208,7 @@ class BudgetLedger:
         return _reservation(row)
 
     @staticmethod
-    def _population(db: sqlite3.Connection, population: str, cap: float | None, cap_delta: float | None,
-                    now: str) -> sqlite3.Row:
+    def _population(db: Db, population: str, cap: float | None, cap_delta: float | None, now: str) -> Row:
         """The population's row, created if new; a config cap sets a missing cap or tightens a stored one."""
         row = db.execute("SELECT * FROM populations WHERE population = ?", (population,)).fetchone()
         if row is None:
@@ -332,14 +339,13 @@ class BudgetLedger:
         now = _now()
         with self._connect(write=True) as db:
             self._population(db, population, None, None, now)
-            cur = db.execute("INSERT INTO accesses(population, tool, note, created_at) VALUES (?, ?, ?, ?)",
-                             (population, tool, note, now))
-            row = db.execute("SELECT * FROM accesses WHERE access_id = ?", (cur.lastrowid,)).fetchone()
+            row = db.execute("INSERT INTO accesses(population, tool, note, created_at) VALUES (?, ?, ?, ?) "
+                             "RETURNING *", (population, tool, note, now)).fetchone()
         logger.info("budget: %s read population %s (not DP; recorded)", tool, population)
         return Access(**dict(zip(row.keys(), tuple(row), strict=True)))
 
     @staticmethod
-    def _row(db: sqlite3.Connection, run_id: str) -> sqlite3.Row:
+    def _row(db: Db, run_id: str) -> Row:
         row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise InputError(f"run {run_id} has no privacy-budget reservation (reserve before reading data)")
@@ -358,14 +364,14 @@ class BudgetLedger:
                 pops = db.execute("SELECT * FROM populations ORDER BY population").fetchall()
             else:
                 pops = db.execute("SELECT * FROM populations WHERE population = ?", (population,)).fetchall()
+            has_accesses = db.has_table("accesses")  # a version-1 ledger, read as is, has none
             out = []
             for p in pops:
                 name = p["population"]
-                runs = db.execute("SELECT * FROM reservations WHERE population = ? ORDER BY created_at, rowid",
+                runs = db.execute(f"SELECT * FROM reservations WHERE population = ? ORDER BY {_ORDER[db.dialect]}",
                                   (name,)).fetchall()
                 spent_e, reserved_e, spent_d, reserved_d = _totals(db, name)
                 cap_e, cap_d = p["cap_epsilon"], p["cap_delta"]
-                has_accesses = db.execute("SELECT name FROM sqlite_master WHERE name = 'accesses'").fetchone()
                 accesses = db.execute("SELECT * FROM accesses WHERE population = ? ORDER BY access_id",
                                       (name,)).fetchall() if has_accesses else []
                 out.append(PopulationBudget(

@@ -1,4 +1,5 @@
-"""The budget ledger's storage: its SQLite schema (and the migration of older ledgers), checks and sums.
+"""The budget ledger's storage: its schema (SQLite's types, run on PostgreSQL too: dpsyn.sqlite), the migration of
+older ledgers, checks and sums.
 
 The ledger itself (:class:`dpsyn.privacy.budget.ledger.BudgetLedger`) is the protocol; this is what it stands on.
 """
@@ -8,13 +9,16 @@ from __future__ import annotations
 import math
 import os
 import socket
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dpsyn.errors import InputError
-from dpsyn.home import sqlite_file
 from dpsyn.privacy.budget.models import Reservation
+from dpsyn.sqlite import Db, Row, ledger_location
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 BUDGET_ENV = "DPSYN_BUDGET_URL"
 BUDGET_VERSION = 1
@@ -65,23 +69,25 @@ _SCHEMA = [
 _ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "heartbeat_at": "TEXT", "closed_by": "TEXT"}
 
 
-def _migrate(db: sqlite3.Connection) -> None:
-    have = {r["name"] for r in db.execute("PRAGMA table_info(reservations)")}
+def _migrate(db: Db) -> None:
+    have = db.columns("reservations")
     for column, kind in _ADDED_COLUMNS.items():
         if column not in have:
-            db.execute(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
+            db.ddl(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
 
 
 def _owner() -> tuple[int, str]:
     return os.getpid(), socket.gethostname()
 
 
-def budget_path(url: str | Path | None = None) -> Path:
-    """The SQLite file of a budget ledger URL (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path).
+def budget_path(url: str | Path | None = None) -> Path | URL:
+    """Where a budget ledger URL points: a SQLite file (``sqlite:///path``, ``sqlite:////abs/path`` or a plain path)
+    as a Path, or a PostgreSQL database (``postgresql://USER@HOST/DB``) as a SQLAlchemy URL (``str()`` of it
+    hides the password).
 
     ``None`` means ``$DPSYN_BUDGET_URL`` if set, else ``$DPSYN_HOME/budget.db``.
     """
-    return sqlite_file(url, env=BUDGET_ENV, default_name="budget.db", what="budget ledger")
+    return ledger_location(url, env=BUDGET_ENV, default_name="budget.db", what="budget ledger")
 
 
 def _now() -> str:
@@ -119,11 +125,11 @@ def _check_name(value: str, what: str) -> None:
         raise InputError(f"{what} must be a non-empty string")
 
 
-def _reservation(row: sqlite3.Row) -> Reservation:
+def _reservation(row: Row) -> Reservation:
     return Reservation(**dict(zip(row.keys(), tuple(row), strict=True)))
 
 
-def _totals(db: sqlite3.Connection, population: str) -> tuple[float, float, float, float]:
+def _totals(db: Db, population: str) -> tuple[float, float, float, float]:
     """(spent ε, reserved ε, spent δ, reserved δ) of a population, summed exactly."""
     rows = db.execute("SELECT state, reserved_epsilon, reserved_delta, spent_epsilon, spent_delta "
                       "FROM reservations WHERE population = ? AND state != 'released'", (population,)).fetchall()

@@ -36,9 +36,10 @@ def test_ledger_path(monkeypatch, tmp_path):
     assert ledger_path(str(tmp_path / "y.db")) == tmp_path / "y.db"
     monkeypatch.setenv(LEDGER_ENV, f"sqlite:///{tmp_path}/env.db")
     assert ledger_path() == tmp_path / "env.db"
-    for bad in ("postgresql://host/db", "sqlite://", "sqlite:///"):
+    for bad in ("mysql://host/db", "postgresql://host", "sqlite://", "sqlite:///"):
         with pytest.raises(ConfigError):
             ledger_path(bad)
+    assert str(ledger_path("postgresql://u:pw@host/lin")) == "postgresql+psycopg://u:***@host/lin"
 
 
 def test_record_and_read_back(ledger):
@@ -82,6 +83,16 @@ def test_conflicts_raise_and_roll_back(ledger):
     with sqlite3.connect(ledger.path) as db:  # the failed write left nothing behind, not even its new batch
         assert db.execute("SELECT COUNT(*) FROM training_batches").fetchone()[0] == 1
         assert db.execute("SELECT COUNT(*) FROM datasets").fetchone()[0] == 1
+
+
+def test_an_older_ledger_gains_its_missing_tables_on_read(ledger):
+    rel = _release()
+    ledger.record(rel)
+    with sqlite3.connect(ledger.path) as db:  # a ledger written before batch digests were recorded
+        db.execute("DROP TABLE batch_digests")
+    assert ledger.get(rel.code).release.batch.input_digest is None  # the query joins it: created, empty
+    with sqlite3.connect(ledger.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM batch_digests").fetchone()[0] == 0
 
 
 def test_set_model_version(ledger):

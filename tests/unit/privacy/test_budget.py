@@ -47,9 +47,13 @@ def test_budget_path(monkeypatch, tmp_path):
     assert budget_path(tmp_path / "z.db") == tmp_path / "z.db"
     monkeypatch.setenv(BUDGET_ENV, f"sqlite:///{tmp_path}/env.db")
     assert budget_path() == tmp_path / "env.db"
-    for bad in ("postgresql://host/db", "sqlite://", "sqlite:///"):
+    for bad in ("mysql://host/db", "postgresql+psycopg2://host/db", "postgresql://host", "sqlite://", "sqlite:///"):
         with pytest.raises(ConfigError):
             budget_path(bad)
+    pg = budget_path("postgresql://dpsyn:s3cret@db.example:5433/budget")  # parsed only: nothing is reached
+    assert pg.drivername == "postgresql+psycopg" and pg.database == "budget" and pg.port == 5433
+    assert str(pg) == "postgresql+psycopg://dpsyn:***@db.example:5433/budget"
+    assert "s3cret" not in repr(BudgetLedger("postgres://dpsyn:s3cret@db.example/budget"))
 
 
 def test_reads_do_not_create_the_ledger_and_foreign_files_are_refused(tmp_path):
@@ -422,11 +426,13 @@ def test_cli_uses_dpsyn_home_and_sets_caps(cli, monkeypatch, tmp_path):
 
 
 def test_cli_bad_ledger_exits_2_with_one_line(cli, tmp_path):
-    res = cli("show", "--ledger", "postgresql://db/budget")
+    res = cli("show", "--ledger", "mysql://db/budget")
     assert res.exit_code == 2
     lines = res.output.strip().splitlines()
-    assert len(lines) == 1 and "budget ledger URL must be sqlite:///PATH" in lines[0]
-    res = cli("show", "--ledger", "postgresql://db/budget", "--json")
+    assert len(lines) == 1 and "budget ledger URL must be sqlite:///PATH, a file path or postgresql://" in lines[0]
+    res = cli("show", "--ledger", "postgresql://u:s3cret@db:notaport/budget")  # unparseable: named, never echoed
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1 and "s3cret" not in res.output
+    res = cli("show", "--ledger", "mysql://db/budget", "--json")
     assert res.exit_code == 2 and json.loads(res.stdout)["exit_code"] == 2
     res = cli("set-cap", "--population", "adult", "--epsilon", "-1", "--ledger", str(tmp_path / "b.db"))
     assert res.exit_code == 2 and "cap ε must be" in res.output
