@@ -33,12 +33,12 @@ SchemaOpt = Annotated[
     typer.Option("--schema", help="Schema name or YAML path for the statistical test (default: those of recorded runs)."),
 ]
 LineageOpt = Annotated[
-    str | None, typer.Option("--ledger", help="Lineage ledger: sqlite:///PATH or a file (default $DPSYN_HOME/lineage.db).")
+    str | None, typer.Option("--ledger", help="Lineage ledger: sqlite:///PATH, a file or postgresql://... (default $DPSYN_HOME/lineage.db).")
 ]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="Significance level of the statistical test.")]
 
 
-def _lineage_lines(lin) -> list[str]:
+def _lineage_lines(lin, runs: dict[str, dict] | None = None) -> list[str]:
     r = lin.release
     model = r.model.name + (f" v{r.model.version}" if r.model.version else "") if r.model.name else "not registered"
     window = ""
@@ -50,6 +50,7 @@ def _lineage_lines(lin) -> list[str]:
         f"  dataset         {r.dataset.dataset_id}  sha256 {r.dataset.sha256[:16]}…  rows {r.dataset.rows}",
         f"  model           {model} ({r.model.synthesizer or '?'}, schema {r.model.table_schema or '?'})",
         f"  training run    {r.model.run_id} (MLflow)",
+        *_orchestration_lines((runs or {}).get(r.model.run_id)),
         f"  training batch  {r.batch.batch_id[:16]}…  {r.batch.source}, {r.batch.rows} rows{window}",
         f"  privacy         ε={r.privacy.epsilon:.4f}  δ={r.privacy.delta:g}  ({r.privacy.accountant})",
         f"  validation      {verdict} ({len(checks.checks)} checks"
@@ -59,9 +60,100 @@ def _lineage_lines(lin) -> list[str]:
     ]
 
 
+PREFECT_TIMEOUT_S = 3.0  # a Prefect API that does not answer within this is one line of the trace, not a wait
+
+
+def _shown(t) -> list:
+    """The lineages the trace prints: those of the codes found, else the statistical match's first five."""
+    seen, out = set(), []
+    for c in t.codes:
+        if c.lineage is not None and c.code not in seen:
+            seen.add(c.code)
+            out.append(c.lineage)
+    return out or list(t.candidates[:5])
+
+
+def _prefect_flow_run(flow_run_id: str, timeout: float = PREFECT_TIMEOUT_S) -> dict:
+    """The flow run's name and state from the Prefect API at PREFECT_API_URL (a short timeout, no retries); a
+    ``note`` instead when no API is configured or it cannot be reached."""
+    import os
+
+    api = os.environ.get("PREFECT_API_URL")
+    if not api:
+        return {"note": "PREFECT_API_URL is not set: its state was not looked up"}
+    try:
+        from uuid import UUID
+
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL, PREFECT_CLIENT_MAX_RETRIES, temporary_settings
+
+        with temporary_settings({PREFECT_API_URL: api, PREFECT_CLIENT_MAX_RETRIES: 0}), \
+                get_client(sync_client=True, httpx_settings={"timeout": timeout}) as client:
+            fr = client.read_flow_run(UUID(flow_run_id))
+        return {"name": fr.name, "state": fr.state.name if fr.state else None}
+    except Exception as e:  # unreachable, unknown id, refused: one line, never a traceback
+        return {"note": f"the Prefect API at PREFECT_API_URL was not reached or does not know it ({type(e).__name__})"}
+
+
+def orchestration(t) -> dict[str, dict]:
+    """For each MLflow run of the lineages the trace shows: the orchestrator's run that made it (the MLflow tag
+    ``dpsyn.run_id``: under Prefect the flow run's id) with its name and, when a Prefect API is configured, its
+    state. Ids, names and state names only; a ``note`` says what could not be read (the tracking store does not
+    hold the run, no Prefect API, an API that does not answer)."""
+    import os
+
+    runs = list(dict.fromkeys(lin.release.model.run_id for lin in _shown(t)))
+    if not runs:
+        return {}
+    out: dict[str, dict] = {}
+    # an MLflow server that does not answer: one try of a few seconds, not MLflow's minutes of retries
+    quick = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+    saved = {k: os.environ.get(k) for k in quick}
+    os.environ.update({k: v for k, v in quick.items() if saved[k] is None})
+    try:
+        for run_id in runs:
+            out[run_id] = _orchestration_of(run_id)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+    return out
+
+
+def _orchestration_of(run_id: str) -> dict:
+    try:
+        from tasks.tracking import orchestration as read_tags
+
+        info = read_tags(run_id)
+    except Exception as e:
+        return {"note": f"the MLflow run was not read ({type(e).__name__})"}
+    if info is None:
+        return {"note": "the MLflow run is not in this tracking store (MLFLOW_TRACKING_URI)"}
+    entry = {"orchestrator": info["orchestrator"], "run_id": info["run_id"], "name": info["run_name"]}
+    if info["orchestrator"] == "prefect" and info["run_id"]:
+        found = _prefect_flow_run(info["run_id"])
+        entry.update({"name": found.get("name", entry["name"]), "state": found.get("state"),
+                      **({"note": found["note"]} if "note" in found else {})})
+    return entry
+
+
+def _orchestration_lines(entry: dict | None) -> list[str]:
+    """``Prefect flow run: <id> <name> (<state>)``, and a note on what could not be looked up."""
+    if not entry:
+        return []
+    if entry.get("orchestrator") == "prefect" and entry.get("run_id"):
+        line = f"  Prefect flow run: {entry['run_id']} {entry.get('name') or ''}".rstrip()
+        lines = [line + (f" ({entry['state']})" if entry.get("state") else "")]
+        return lines + ([f"    ({entry['note']})"] if entry.get("note") else [])
+    if entry.get("run_id"):
+        return [f"  run id          {entry['run_id']} (not a Prefect flow run)"]
+    return [f"  flow run        unknown: {entry['note']}"] if entry.get("note") else []
+
+
 def _print_trace(t, *, as_json: bool) -> None:
+    runs = orchestration(t)
     if as_json:
-        typer.echo(json.dumps({"traced": t.traced, **t.model_dump(mode="json")}))
+        typer.echo(json.dumps({"traced": t.traced, **t.model_dump(mode="json"), "orchestration": runs}))
         return
     where = f"{Path(t.path).name}" + (f" row {t.row}" if t.row is not None else "")
     typer.echo(f"{where}: {t.verdict}: {t.message}")
@@ -72,12 +164,12 @@ def _print_trace(t, *, as_json: bool) -> None:
         if c.lineage is not None and c.code not in shown:
             shown.add(c.code)
             typer.echo(f"code {c.code} ({c.status}, {c.rows} row(s)):")
-            for line in _lineage_lines(c.lineage):
+            for line in _lineage_lines(c.lineage, runs):
                 typer.echo(line)
     if not shown and t.candidates:
         typer.echo(f"releases made with key {t.candidates[0].release.key_id} (most recent first):")
         for lin in t.candidates[:5]:
-            for line in _lineage_lines(lin):
+            for line in _lineage_lines(lin, runs):
                 typer.echo(line)
         if len(t.candidates) > 5:
             typer.echo(f"  … and {len(t.candidates) - 5} more")

@@ -21,7 +21,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object ins
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
 LedgerOpt = Annotated[
     str | None,
-    typer.Option("--ledger", help="Budget ledger: sqlite:///PATH or a file (default $DPSYN_BUDGET_URL, "
+    typer.Option("--ledger", help="Budget ledger: sqlite:///PATH, a file or postgresql://... (default $DPSYN_BUDGET_URL, "
                                   "else $DPSYN_HOME/budget.db)."),
 ]
 
@@ -59,6 +59,7 @@ def set_env_defaults(verbose: bool = False) -> None:
 
         logging.getLogger("mlflow").setLevel(logging.WARNING)
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # importing mlflow resets its loggers to this (INFO)
         os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
         os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
     sweep_stopped()
@@ -103,6 +104,70 @@ def start_prefect() -> None:
             raise OrchestratorError(f"Prefect's embedded server is not healthy ({type(error).__name__}); set "
                                     "PREFECT_API_URL to a running server, or remove $PREFECT_HOME to start afresh; "
                                     "nothing ran")
+
+
+def stop_prefect(since: float, *, timeout: float = 15.0) -> None:
+    """Stop Prefect's embedded server cleanly once the flow runs started at or after ``since`` (a ``time.time()``)
+    are recorded; nothing to do when ``PREFECT_API_URL`` names a server or none was started.
+
+    Task-run states reach the server as events, which its task-run recorder writes one at a time. Left to itself,
+    Prefect stops the server at exit (SIGTERM, atexit) right after the client's last events arrive: the recorder's
+    write in flight is cancelled and the server prints ``task_run_recorder - Error flushing 1 events`` with a
+    CancelledError traceback, after the run's summary, on every run. So: send the client's queued events and logs,
+    wait (at most ``timeout`` seconds) until every task run of the finished flow runs started since ``since`` is in
+    a final state, twice in a row, then stop the server. Never fails the command."""
+    if os.environ.get("PREFECT_API_URL"):
+        return
+    try:
+        from prefect.server.api.server import SubprocessASGIServer
+        from prefect.settings import get_current_settings
+
+        if get_current_settings().api.url:  # a server of its own (a profile; prefect_test_harness's): not ours
+            return
+        server = SubprocessASGIServer()  # one per port: the one get_client() started, if it did
+        if not server.running:
+            return
+        _wait_recorded(since, timeout)
+        server.stop()
+    except Exception:  # a server that does not stop cleanly is Prefect's atexit's to stop, as before
+        return
+
+
+def _wait_recorded(since: float, timeout: float) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterStartTime,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    deadline = time.monotonic() + timeout
+    for worker in (EventsWorker, APILogWorker):
+        worker.drain_all(timeout=max(1.0, deadline - time.monotonic()))
+    final = [StateType.COMPLETED, StateType.FAILED, StateType.CANCELLED, StateType.CRASHED]
+    finished = FlowRunFilter(
+        start_time=FlowRunFilterStartTime(after_=datetime.fromtimestamp(since - 1, tz=UTC)),
+        state=FlowRunFilterState(type=FlowRunFilterStateType(any_=final)))
+    previous = None
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            ids = [r.id for r in client.read_flow_runs(flow_run_filter=finished, limit=50)]
+            if not ids:
+                return
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)), limit=200)
+            snapshot = sorted((str(t.id), t.state_type) for t in runs)
+            if snapshot == previous and all(state in final for _, state in snapshot):
+                return
+            previous = snapshot
+            time.sleep(0.5)
 
 
 class _LazyTracker:

@@ -49,5 +49,6 @@ def synthesize(config: SynthesizeConfig) -> dict:
         mlf.set_champion_task(registered)
     mlf.mirror_lineage_task(ctx, wm["code"], config.lineage_url)
     mlf.end_run_task(ctx, "FINISHED")
+    artifacts.publish_links_task(ctx.tracker_run_id, registered)  # the UI links to the MLflow run and version
     stages.finish(ctx)
     return published

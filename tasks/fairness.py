@@ -52,12 +52,22 @@ def write_reports(results: list[dict], folder: str | Path) -> list[Path]:
 
 
 @task(name="log-fairness", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=5)
+def fairness_params(config: FairnessAuditConfig) -> dict:
+    """The audit's config as MLflow params (no paths; a ledger URL's password as ``***``)."""
+    from dpsyn.sqlite import hide_password
+
+    params = config.model_dump(mode="json", exclude={"data", "test", "experiment"})
+    if "ledger_url" in params:
+        params["ledger_url"] = hide_password(params["ledger_url"])
+    return params
+
+
 def log_fairness(config: FairnessAuditConfig, results: list[dict]) -> str:
     """One MLflow run in ``config.experiment``: Δ, GPR per group, utility per method; the chart and reports."""
     from tasks import tracking as mlf
     from tasks.artifacts import _in_run
 
-    params = config.model_dump(mode="json", exclude={"data", "test", "experiment"})
+    params = fairness_params(config)
     run_id = mlf.start_run(config.experiment, params, tags={
         "mlflow.runName": f"fairness-{config.group}", "dpsyn.flow": "audit_fairness",
         "dpsyn.data_file": Path(config.data).name})

@@ -155,6 +155,11 @@ def requested_rows(model_input: Any) -> int:
 class SynthesizerModel(mlflow.pyfunc.PythonModel):
     """Pyfunc wrapper: ``predict(n)`` → ``synthesizer.sample(n, random_state=params['random_state'])``."""
 
+    # No type hints on purpose: ``requested_rows`` checks the row count itself and the signature has no input schema.
+    # MLflow otherwise warns at class creation ("Add type hints to the `predict` method"), under a filter of its own
+    # that overrides the caller's, on every run that logs a model. The opt-out its own PythonModel subclasses use.
+    _skip_type_hint_validation = True
+
     def load_context(self, context) -> None:
         path = context.artifacts[ARTIFACT_KEY]
         expected = (getattr(context, "model_config", None) or {}).get(DIGEST_KEY)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.pipeline import RunContext, lifecycle, manifest, stages
+from tasks.alerts import budget_alert, emit_budget_exceeded
+from tasks.artifacts import fit_progress, sample_progress
 from tasks.options import FIT_TIMEOUT_S, private_task
 
 
@@ -18,7 +20,8 @@ def begin(config: SynthesizeConfig) -> RunContext:
     run's id, so the failure hook finds it)."""
     from prefect.runtime import flow_run
 
-    return lifecycle.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
+    with budget_alert(config):  # the lifetime cap refuses the reservation
+        return lifecycle.begin(config, run_id=str(flow_run.id) if flow_run.id else None)
 
 
 @private_task("sweep-stopped-runs")
@@ -56,12 +59,16 @@ def release_counts(config: SynthesizeConfig, ctx: RunContext) -> dict:
 
 @private_task("fit-synthesizer", timeout_seconds=FIT_TIMEOUT_S)
 def fit(config: SynthesizeConfig, ctx: RunContext) -> dict:
-    return stages.fit(config, ctx)
+    """Fit the DP synthesizer; its DP-SGD steps show as progress artifacts (``progress-<label>-dp-sgd-steps``)."""
+    with budget_alert(config, population=ctx.population), fit_progress():  # the accountant refuses an overspend
+        return stages.fit(config, ctx)
 
 
 @private_task("sample")
 def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
-    return stages.sample(config, ctx)
+    """Sample the synthetic table; a chunked sample shows as the progress artifact ``progress-sample-chunks``."""
+    with sample_progress():
+        return stages.sample(config, ctx)
 
 
 @private_task("watermark")
@@ -88,7 +95,13 @@ def privacy_summary(ctx: RunContext) -> dict | None:
 @private_task("budget-settle")
 def settle(ctx: RunContext, privacy: dict) -> dict:
     """Commit the accountant's spend; the population's lifetime totals."""
-    return lifecycle.settle(ctx, privacy, note=f"mlflow run {ctx.reload().tracker_run_id}")
+    from dpsyn.errors import PrivacyBudgetExceededError
+
+    try:
+        return lifecycle.settle(ctx, privacy, note=f"mlflow run {ctx.reload().tracker_run_id}")
+    except PrivacyBudgetExceededError:  # a spend over the reservation is refused
+        emit_budget_exceeded(ctx.population, None, ctx.purpose)
+        raise
 
 
 @private_task("build-manifest")

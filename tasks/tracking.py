@@ -313,6 +313,117 @@ def list_registered_models(name: str | None = None, prefix: str = MODEL_NAME_PRE
     return out
 
 
+# -- the training batch as an MLflow dataset input: metadata only -------------------------------------------------
+_COLSPEC = {"numeric": "double", "categorical": "string", "datetime": "datetime", "text": "string",
+            "identifier": "string"}
+
+
+def training_dataset(batch: dict, schema):
+    """The training batch as an MLflow ``MetaDataset``: no rows, no profile, only public values.
+
+    name: the schema's name; source: a ``code`` source whose tags name the batch (its random id, the input's
+    file name, the window) and the schema's fingerprint; schema: the columns the release carries and their types
+    from the schema (never inferred from data); digest: SHA-256 of the batch id and the schema fingerprint
+    (MLflow would otherwise hash the config itself; a pandas dataset would hash the rows and profile their
+    count).
+    """
+    import hashlib
+
+    from mlflow.data.code_dataset_source import CodeDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.types import ColSpec, DataType, Schema
+
+    fp = schema.fingerprint()
+    tags = {"dpsyn.training_batch": batch["batch_id"], "dpsyn.source": batch.get("source"),
+            "dpsyn.window_start": batch.get("window_start"), "dpsyn.window_end": batch.get("window_end"),
+            "dpsyn.schema_fingerprint": fp}
+    tags = {k: str(v) for k, v in tags.items() if v is not None}
+    keep = set(schema.output_columns())
+    cols = []
+    for c in schema.columns:
+        if c.name in keep:
+            kind = str(getattr(c.kind, "value", c.kind))
+            dtype = "long" if kind == "numeric" and c.integer else _COLSPEC.get(kind, "string")
+            cols.append(ColSpec(type=DataType[dtype], name=c.name))
+    digest = hashlib.sha256(f"{batch['batch_id']}:{fp}".encode()).hexdigest()[:16]
+    return MetaDataset(CodeDatasetSource(tags=tags), name=schema.name, digest=digest, schema=Schema(cols))
+
+
+def log_training_input(run_id: str, batch: dict, schema) -> None:
+    """Log :func:`training_dataset` as the run's input (context ``training``); MLflow dedups a repeat."""
+    from mlflow.entities import DatasetInput, InputTag
+
+    ds = training_dataset(batch, schema)
+    client().log_inputs(run_id, datasets=[DatasetInput(dataset=ds._to_mlflow_entity(),
+                                                       tags=[InputTag("mlflow.data.context", "training")])])
+
+
+# -- links out of the run: Prefect artifacts and `dpsyn audit trace` ----------------------------------------------
+def _ui_base(uri: str) -> str | None:
+    """The MLflow UI's address for an http(s) tracking URI, without credentials; None for any other store."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(uri)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return None
+    host = u.hostname + (f":{u.port}" if u.port else "")
+    return urlunsplit((u.scheme, host, u.path.rstrip("/"), "", ""))
+
+
+def run_links(run_id: str, registered: dict | None = None) -> list[dict[str, str]]:
+    """Links to the MLflow run and its registered version: the MLflow UI's pages when the tracking URI is
+    http(s) (credentials removed), else the ``runs:/`` and ``models:/`` URIs (a SQLite or file store has no UI).
+    Values are ids, names and the server's address: public configuration."""
+    uri = mlflow_tracking_uri()
+    base = _ui_base(uri)
+    run = client().get_run(run_id)
+    name = run.data.tags.get("mlflow.runName", run_id)
+    exp = run.info.experiment_id
+    no_ui = ("The tracking store is not an MLflow server, so there is no page to open: the link is the "
+             "{what} URI (`mlflow ui --backend-store-uri <MLFLOW_TRACKING_URI>` shows it).")
+    links = [{"key": "mlflow-run", "link_text": f"MLflow run {name}",
+              "link": f"{base}/#/experiments/{exp}/runs/{run_id}" if base else f"runs:/{run_id}",
+              "description": f"The MLflow run of this flow run (experiment {exp}, run {run_id})."
+                             + ("" if base else " " + no_ui.format(what="run's"))}]
+    if registered and registered.get("version"):
+        m, v = registered["name"], str(registered["version"])
+        links.append({"key": "mlflow-model", "link_text": f"registered model {m} v{v}",
+                      "link": f"{base}/#/models/{m}/versions/{v}" if base else f"models:/{m}/{v}",
+                      "description": f"The version of {m} this run registered."
+                                     + ("" if base else " " + no_ui.format(what="model version's"))})
+    return links
+
+
+def orchestration(run_id: str) -> dict[str, str | None] | None:
+    """What an MLflow run says about the orchestrator run that made it: ``run_id`` (the Prefect flow run's id
+    when ``orchestrator`` is ``prefect``), ``run_name``, ``orchestrator``. None when the run is not in this
+    tracking store (a SQLite store that does not exist is not created)."""
+    from mlflow.exceptions import MlflowException
+
+    uri = mlflow_tracking_uri()
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+        return None
+    try:
+        tags = client().get_run(run_id).data.tags
+    except MlflowException:
+        return None
+    rid = tags.get("dpsyn.run_id")
+    orch = tags.get("dpsyn.orchestrator")
+    if orch is None and rid and _is_uuid(rid) and "-" in rid:  # runs logged before the tag: Prefect's ids are UUIDs
+        orch = "prefect"
+    return {"run_id": rid, "run_name": tags.get("mlflow.runName"), "orchestrator": orch}
+
+
+def _is_uuid(s: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(s)
+    except ValueError:
+        return False
+    return True
+
+
 def end_run(run_id: str, status: str = "FINISHED") -> None:
     client().set_terminated(run_id, status=status)
 
@@ -354,8 +465,16 @@ NOCACHE = dict(persist_result=False, retries=2, retry_delay_seconds=2)
 
 def run_params(config) -> dict:
     """A run config as MLflow params: everything but the noise seed (a seed of the DP noise would let anyone
-    subtract it; issue 19, finding 8)."""
-    return config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})
+    subtract it; issue 19, finding 8); a ledger URL's password as ``***``."""
+    from dpsyn.sqlite import hide_password
+
+    params = config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})
+    if isinstance(params.get("budget"), dict) and "ledger_url" in params["budget"]:
+        params["budget"]["ledger_url"] = hide_password(params["budget"]["ledger_url"])
+    for key in ("lineage_url", "ledger_url"):
+        if key in params:
+            params[key] = hide_password(params[key])
+    return params
 
 
 def log_privacy(run_id: str, privacy: dict | None) -> None:
@@ -434,6 +553,11 @@ def log_results(run_id: str, *, fit_summary: dict, batch: dict, validation: dict
     if ge_docs and Path(ge_docs).is_dir():  # Great Expectations' validation result and Data Docs (synthetic table)
         client().log_artifacts(run_id, str(ge_docs), artifact_path="reports/great_expectations")
     log_dict(run_id, batch, "reports/training_batch.json")
+    table_schema = client().get_run(run_id).data.params.get("table_schema")
+    if table_schema:  # the config's schema (a logged param): the batch as a metadata-only dataset input
+        from dpsyn.schema import load_schema
+
+        log_training_input(run_id, batch, load_schema(table_schema))
 
 
 class MlflowTracker:
@@ -473,7 +597,9 @@ def start_run_task(config, ctx):
     """Open the run's MLflow run (its config as params, the guarantee as tags); the context notes its id."""
     from dpsyn.pipeline.run import start_tracking
 
-    return start_tracking(config, ctx, TRACKER)
+    ctx = start_tracking(config, ctx, TRACKER)
+    set_tags(ctx.tracker_run_id, {"dpsyn.orchestrator": "prefect"})  # dpsyn.run_id is the flow run's id
+    return ctx
 
 
 @task(name="mlflow-log-privacy", **NOCACHE)

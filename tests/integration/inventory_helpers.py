@@ -63,6 +63,14 @@ def mlflow_run(c: Collected, run_id: str) -> None:
         c.add("mlflow.metric", k, v)
     for k, v in run.data.tags.items():
         c.add("mlflow.tag", k, v)
+    for di in (run.inputs.dataset_inputs if run.inputs else []):  # mlflow.log_input: what MLflow stored
+        ds = di.dataset
+        doc = {"name": ds.name, "digest": ds.digest, "source_type": ds.source_type,
+               "source": json.loads(ds.source) if ds.source else None,
+               "schema": json.loads(ds.schema) if ds.schema else None,
+               "profile": json.loads(ds.profile) if ds.profile else None,
+               "tags": {t.key: t.value for t in di.tags}}
+        c.add_doc("mlflow.dataset", {k: v for k, v in doc.items() if v is not None}, where=f"mlflow dataset {ds.name}")
 
     def walk(path=None):
         for a in cl.list_artifacts(run_id, path):
