@@ -186,7 +186,20 @@ def write_markdown(saved: dict, path: Path) -> None:
             ms([r["tstr"]["logreg"]["roc_auc"] for r in rs]), ms([r["tvd1"] for r in rs]),
             ms([r["tvd2"] for r in rs]), ms([r.get("per_person_tvd") for r in rs]),
             ms([r.get("fit_s") for r in rs], 0)]) + " |")
+    lines += related_results(path.parent)
     path.write_text("\n".join(lines) + "\n")
+
+
+def related_results(folder: Path) -> list[str]:
+    """The other person-level results of issue 21 (their own scripts write them), copied in one level down."""
+    out = []
+    for name in ("relational_synthea.md", "audit_person.md"):
+        p = folder / name
+        if p.exists():
+            body = p.read_text().splitlines()
+            out += ["", f"(From `{name}`, written by its own command below.)", ""]
+            out += [("#" + x) if x.startswith("#") else x for x in body]
+    return out
 
 
 if __name__ == "__main__":

@@ -66,6 +66,12 @@ def _synthea_frame() -> pd.DataFrame:
     pat = pd.read_csv(DATA / "synthea/patients.csv", dtype=str)
     cond = pd.read_csv(DATA / "synthea/conditions.csv", dtype=str)
     med = pd.read_csv(DATA / "synthea/medications.csv", dtype=str)
+    return synthea_flat(pat, cond, med).drop(columns="Id")
+
+
+def synthea_flat(pat: pd.DataFrame, cond: pd.DataFrame, med: pd.DataFrame) -> pd.DataFrame:
+    """One row per patient (``Id`` kept) of Synthea-shaped tables (real or synthetic: the relational benchmark
+    flattens both this way): demographics, rows per patient, condition and medication flags, ``deceased``."""
     flags_c = {"hypertension": r"hypertension", "diabetes": r"(?<!pre)diabetes", "prediabetes": r"prediabetes",
                "hyperlipidemia": r"hyperlipidemia|hypertriglyceridemia", "obesity": r"obesity",
                "ischemic_heart_disease": r"ischemic heart|coronary|myocardial infarction",
@@ -77,20 +83,20 @@ def _synthea_frame() -> pd.DataFrame:
     flags_m = {"insulin": r"insulin", "metformin": r"metformin",
                "antihypertensive": r"lisinopril|amlodipine|hydrochlorothiazide|losartan|metoprolol",
                "statin": r"statin", "opioid": r"oxycodone|hydrocodone|fentanyl|morphine|tramadol|meperidine"}
-    out = pd.DataFrame({"Id": pat["Id"], "gender": pat["GENDER"], "race": pat["RACE"],
+    out = pd.DataFrame({"Id": pat["Id"].astype("string"), "gender": pat["GENDER"], "race": pat["RACE"],
                         "ethnicity": pat["ETHNICITY"], "marital": pat["MARITAL"],
                         "birth_year": pd.to_datetime(pat["BIRTHDATE"]).dt.year,
                         "healthcare_expenses": pat["HEALTHCARE_EXPENSES"],
                         "healthcare_coverage": pat["HEALTHCARE_COVERAGE"],
                         "deceased": pat["DEATHDATE"].notna().astype(int).astype(str)})
-    out["n_conditions"] = out["Id"].map(cond.groupby("PATIENT").size()).fillna(0).astype(int)
-    out["n_medications"] = out["Id"].map(med.groupby("PATIENT").size()).fillna(0).astype(int)
+    out["n_conditions"] = out["Id"].map(cond.groupby(cond["PATIENT"].astype("string")).size()).fillna(0).astype(int)
+    out["n_medications"] = out["Id"].map(med.groupby(med["PATIENT"].astype("string")).size()).fillna(0).astype(int)
     for table, flags in ((cond, flags_c), (med, flags_m)):
-        desc = table["DESCRIPTION"].str.lower()
+        desc = table["DESCRIPTION"].astype("string").str.lower().fillna("")
         for name, pattern in flags.items():
             who = set(table.loc[desc.str.contains(pattern, regex=True), "PATIENT"])
             out[name] = out["Id"].isin(who).astype(int).astype(str)
-    return out.drop(columns="Id")
+    return out
 
 
 def load(name: str):

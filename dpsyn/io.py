@@ -230,8 +230,9 @@ def coerce_to_schema(
                 if int(num.isna().sum()) - bad:
                     problems.append(f"column '{col.name}': missing value(s) but the column is not nullable")
         elif col.kind == ColumnKind.datetime:
-            dt = pd.to_datetime(s, errors="coerce")
-            bad = int((dt.isna() & s.notna()).sum())
+            s_str = s.astype("string").str.strip().replace("", pd.NA)  # an empty field is a missing date
+            dt = pd.to_datetime(s_str, errors="coerce")
+            bad = int((dt.isna() & s_str.notna()).sum())
             if bad:
                 problems.append(f"column '{col.name}': unparseable date(s)")
             out[col.name] = dt

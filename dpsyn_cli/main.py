@@ -27,6 +27,7 @@ from dpsyn_cli.common import (
     read_config_file,
     set_env_defaults,
     start_prefect,
+    stop_prefect,
 )
 
 app = typer.Typer(
@@ -66,7 +67,7 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from dpsyn.errors import DpsynError
+    from dpsyn.errors import DpsynError, DpsynWarning
     from dpsyn.progress import set_reporter
 
     console = Console(stderr=True)
@@ -89,6 +90,7 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
             with warnings.catch_warnings():
                 if not verbose:
                     warnings.simplefilter("ignore")
+                    warnings.simplefilter("default", DpsynWarning)  # dpsyn's own (an insecure RNG) always show
                 start_prefect()  # one process at a time in a home: Prefect's migrations do not race
                 from flows.synthesize import synthesize
 
@@ -98,7 +100,12 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
                     for name in ("prefect.flow_runs", "prefect.task_runs"):
                         logging.getLogger(name).setLevel(logging.CRITICAL)
 
-                return synthesize(config)
+                flow_started = time.time()
+                try:
+                    return synthesize(config)
+                finally:  # the embedded server stops once the run is recorded: no shutdown traceback after the summary
+                    if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                        stop_prefect(flow_started)
         except DpsynError:
             raise
         finally:
@@ -182,11 +189,52 @@ def _merged(base: dict, **given) -> dict:
     return out
 
 
+def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: float | None, delta: float | None,
+                 overwrite: bool, accept_ungated: bool, as_json: bool, verbose: bool, started: float,
+                 conflicting: dict) -> None:
+    """``dpsyn run --dataset``: the related-tables run (dpsyn.relational.run_dataset)."""
+
+    def go():
+        from dpsyn.errors import ConfigError
+        from dpsyn.relational import run_dataset
+
+        given = [k for k, v in conflicting.items() if v is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)} cannot be combined with --dataset (the dataset schema names the "
+                              "tables and their schemas)")
+        if data is None or out is None:
+            raise ConfigError("--dataset needs --data (the folder holding the dataset's files) and --out")
+        if not Path(data).is_dir():
+            raise ConfigError(f"--data must be the folder holding the dataset's files with --dataset: {data}")
+        if epsilon is not None and not epsilon > 0:
+            raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
+        privacy = {"epsilon": 1.0 if epsilon is None else epsilon, "delta": delta}
+        return run_dataset(dataset, data, out, privacy=privacy, overwrite=overwrite, accept_ungated=accept_ungated)
+
+    manifest = handle(go, as_json=as_json, verbose=verbose)
+    p = manifest["privacy"]
+    if as_json:
+        typer.echo(json.dumps({"output": str(out), "epsilon_spent": p["epsilon_spent"], "delta": p["delta"],
+                               "neighbouring": p["neighbouring"], "tables": manifest["tables"],
+                               "seconds": round(time.time() - started, 1)}))
+    else:
+        rows = ", ".join(f"{t} {v['rows']:,} rows" for t, v in manifest["tables"].items())
+        typer.echo(f"published {out} ({rows})\n  ε spent {p['epsilon_spent']:.4f} at δ={p['delta']:g} "
+                   f"({p['accountant']}), for {p['neighbouring']}\n  not gated, not watermarked (related tables)")
+
+
 @app.command()
 def run(
-    data: Annotated[Path | None, typer.Option("--data", help="The sensitive table (CSV or Parquet).")] = None,
+    data: Annotated[Path | None, typer.Option(
+        "--data", help="The sensitive table (CSV or Parquet); with --dataset, the folder holding its files.")] = None,
     schema: Annotated[str | None, typer.Option("--schema", help="Schema YAML path or shipped schema name.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (must not exist or be empty).")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", help="A dataset schema (YAML path or shipped name, e.g. synthea): related tables keyed to a "
+                          "persons' table, synthesized with a per-person guarantee; one file per table.")] = None,
+    accept_ungated: Annotated[bool, typer.Option(
+        "--accept-ungated", help="With --dataset: publish without the validation gate and watermark, which related "
+                                 "tables do not have yet.")] = False,
     epsilon: Annotated[float | None, typer.Option(
         "--epsilon", help="Total privacy budget ε for the run (> 0; default 1).")] = None,
     delta: DeltaOpt = None,
@@ -206,6 +254,12 @@ def run(
     """Synthesize a DP table from DATA and publish it at OUT if the validation gate passes."""
     started = time.time()
     set_env_defaults(verbose)
+    if dataset is not None:
+        _run_dataset(dataset, data, out, epsilon=epsilon, delta=delta, overwrite=overwrite,
+                     accept_ungated=accept_ungated, as_json=as_json, verbose=verbose, started=started,
+                     conflicting={"--schema": schema, "--synthesizer": synthesizer, "--epochs": epochs,
+                                  "--rules": rules, "--config": config})
+        return
 
     def go():
         from dpsyn.errors import ConfigError

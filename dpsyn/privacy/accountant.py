@@ -195,7 +195,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, *, epsilon: float, delta: float, accountant: str = "prv", unit: str | None = None,
-                 rows_per_unit: int = 1):
+                 rows_per_unit: int = 1, relation: str | None = None):
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise ConfigError(f"epsilon must be a positive number, got {epsilon}")
         if not (0 < delta < 1):
@@ -212,10 +212,12 @@ class PrivacyAccountant:
         self.ledger: list[Mechanism] = []
         self.planned: list[Mechanism] = []
         self._person_level: set[str] = set()  # labels recorded or planned with person_level=True
+        # a relation stated by the caller (a dataset of related tables: every mechanism is recorded person_level)
+        self.relation = relation
 
     @property
     def neighbouring(self) -> str:
-        return neighbouring_relation(self.unit, self.rows_per_unit)
+        return self.relation or neighbouring_relation(self.unit, self.rows_per_unit)
 
     def planned_noise(self, label: str) -> float | None:
         """The row-level noise multiplier (as :meth:`plan` was given it) of planned mechanism ``label``, or None."""
@@ -373,6 +375,7 @@ class PrivacyAccountant:
             "accountant": self.name,
             "unit": self.unit,
             "rows_per_unit": self.rows_per_unit,
+            **({"relation": self.relation} if self.relation else {}),
             "ledger": [asdict(m) for m in self.ledger],
             "planned": [asdict(m) for m in self.planned],
             "person_level_labels": sorted(self._person_level),
@@ -381,7 +384,8 @@ class PrivacyAccountant:
     @classmethod
     def from_state_dict(cls, state: dict) -> PrivacyAccountant:
         acct = cls(epsilon=state["epsilon"], delta=state["delta"], accountant=state["accountant"],
-                   unit=state.get("unit"), rows_per_unit=state.get("rows_per_unit", 1))
+                   unit=state.get("unit"), rows_per_unit=state.get("rows_per_unit", 1),
+                   relation=state.get("relation"))
         acct.tail_delta = float(state.get("tail_delta", 0.0))
         acct.ledger = [Mechanism(**m) for m in state.get("ledger", [])]
         acct.planned = [Mechanism(**m) for m in state.get("planned", [])]

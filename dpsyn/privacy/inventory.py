@@ -46,7 +46,8 @@ class Entry:
 PUBLISHED_PLACES = (
     "output.file", "output.manifest", "output.validation_report", "output.synthetic_column", "mlflow.param",
     "mlflow.metric", "mlflow.tag", "mlflow.artifact", "mlflow.registry_tag", "mlflow.logged_model_tag",
-    "prefect.artifact", "prefect.flow_param", "prefect.state", "prefect.log", "validate.output",
+    "prefect.artifact", "prefect.flow_param", "prefect.state", "prefect.log", "prefect.event", "mlflow.dataset",
+    "validate.output", "dataset.file", "dataset.manifest",
 )
 
 def _load() -> tuple[Entry, ...]:

@@ -31,9 +31,10 @@ import math
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpsyn.errors import ConfigError, PrivacyBudgetExceededError
+from dpsyn.errors import ConfigError, NotFittedError, PrivacyBudgetExceededError
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.dpsgd import steps_and_rate
@@ -454,6 +455,22 @@ class PGM(Synthesizer):
                 lp = (1 - w) * lp + w * self._model_label_log_probs(cc)
             codes[:, -1] = _draw(match_prior(lp, self._label_marginal()), rng)
         return codes
+
+    def log_likelihood(self, df: pd.DataFrame) -> np.ndarray:
+        """log p(row) of each row of ``df`` under the fitted model (features and target; a rare cell's share of its
+        merged cell included). For white-box audits (dpsyn.audit): post-processing of the fitted model."""
+        if not hasattr(self, "model_"):
+            raise NotFittedError("PGM is not fitted")
+        codes = self.encoder_.encode(df)
+        comp = self.compression_
+        lp = self.model_.log_prob(comp.compress(codes))
+        for j in range(codes.shape[1]):
+            if len(comp.rare[j]):
+                share = np.zeros(self.encoder_.sizes[j])
+                share[comp.rare[j]] = comp.rare_p[j]
+                is_rare = comp.maps[j][codes[:, j]] >= len(comp.kept[j])
+                lp[is_rare] += np.log(np.maximum(share[codes[is_rare, j]], 1e-300))
+        return lp
 
     def _label_marginal(self) -> np.ndarray:
         """The graphical model's distribution of the target (uncompressed codes)."""

@@ -134,6 +134,22 @@ class GraphicalModel:
             out[:, col] = np.minimum(k, self.sizes[col] - 1)
         return out
 
+    def log_prob(self, codes: np.ndarray) -> np.ndarray:
+        """log p(x) of each row of compressed codes under the model (the product of the sampling order's
+        conditionals)."""
+        n = len(codes)
+        out = np.zeros(n)
+        rows_n = np.arange(n)
+        for col, par, cdf in zip(self.order, self.parents, self.cdfs, strict=True):
+            row = np.ravel_multi_index(tuple(codes[:, p] for p in par), [self.sizes[p] for p in par]) if par else \
+                np.zeros(n, dtype=np.int64)
+            table = cdf[row]
+            k = np.minimum(codes[:, col], table.shape[1] - 1)
+            hi = table[rows_n, k]
+            lo = np.where(k > 0, table[rows_n, np.maximum(k - 1, 0)], 0.0)
+            out += np.log(np.maximum(hi - lo, 1e-300))
+        return out
+
     def marginal(self, col: int) -> np.ndarray:
         """The model's one-way distribution of compressed column ``col``."""
         return self.one_way[col]

@@ -23,7 +23,7 @@ FLOORS = [
     {"pii", "masking", "watermark"},
     {"lineage"},
     {"load", "synth"},
-    {"validation"},
+    {"validation", "relational"},
     {"drift"},
     {"config"},
     {"audit", "demo"},

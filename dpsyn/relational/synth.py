@@ -1,0 +1,364 @@
+"""The relational synthesizer: persons first, then each person's child rows drawn given the person.
+
+Fit (every read of the private tables is a Gaussian mechanism at the person level; docs/privacy.md
+"Related tables"):
+
+1. Persons get secret dense codes from the persons' table key; a child row whose foreign key names no person is
+   dropped (it cannot be attributed); each person's rows of a child table are bounded to that table's public
+   ``max_rows_per_person`` by a person-local random rule (:func:`dpsyn.privacy.unit.bound_contributions`).
+2. Text columns declared ``select`` get a domain by DP partition selection (:mod:`dpsyn.privacy.selection`); other
+   values become the public ``__other__`` token.
+3. The persons' table, with one column per child table holding the person's (bounded) number of rows of it
+   (``n_<table>``, public bins ``count_bins``), is fitted by the marginal backbone ``pgm``: one row per person, so
+   its row-level releases are person-level.
+4. Each child table, joined with the person columns it is drawn given (``condition_on``), is fitted by ``pgm``
+   with the child's privacy unit (the foreign key, bound k): person-weighted counts, person-level sensitivity.
+
+Budget: one Gaussian-equivalent budget for the whole run (σ_total: the single Gaussian mechanism that alone
+spends the run's ε at its δ) is split by a public rule into shares w of 1/σ_total² (selection, persons, each
+child). Every component runs against a sub-accountant whose target ε is that of the single Gaussian with σ_total/√w,
+and every mechanism the components record is copied into the run's accountant (already at the person level), which
+composes the whole history and checks it. All components are full-batch Gaussian mechanisms (the backbones' task
+models are off), whose composition is exactly Gaussian with 1/σ² summed, so the shares add up to at most the
+run's budget; :meth:`PrivacyAccountant.check` is the proof that counts.
+
+Sample (post-processing): persons from the persons' model with fresh ids; for each person as many rows of each
+child table as their synthetic ``n_<table>`` says, drawn from a pool of the child model's rows whose person
+columns match the person's (falling back to fewer columns, then to the whole pool, when no pool row matches).
+Foreign keys are the synthetic persons' ids, so referential integrity holds by construction.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dpsyn.encoding import DiscreteEncoder
+from dpsyn.errors import ConfigError, NotFittedError
+from dpsyn.privacy import NoiseSource, PrivacyAccountant, PrivacyConfig, derive_seed, gaussian_epsilon
+from dpsyn.privacy.selection import OTHER, select_values
+from dpsyn.privacy.unit import bound_contributions, person_codes
+from dpsyn.relational.schema import ChildTable, DatasetSchema
+from dpsyn.schema import Column, ColumnKind, PrivacyUnit, TableSchema, Tier
+
+__all__ = ["RelationalConfig", "RelationalSynthesizer", "budget_shares", "create_relational",
+           "list_relational_synthesizers", "register_relational_synthesizer"]
+
+logger = logging.getLogger(__name__)
+
+TOTAL_LABEL = "relational.total"
+
+
+class RelationalConfig(BaseModel):
+    """Public settings of the relational synthesizer (never tuned on private data)."""
+
+    model_config = ConfigDict(extra="forbid")
+    selection_share: float = Field(default=0.1, gt=0, lt=0.5,
+                                   description="share of the budget (of 1/σ²) for each selected text column")
+    selection_tail: float = Field(default=0.25, gt=0, le=0.5,
+                                  description="fraction of δ reserved for all selections' thresholds together")
+    persons_share: float = Field(default=0.4, gt=0, lt=1,
+                                 description="share of what selection leaves for the persons' table")
+    pool_factor: int = Field(default=4, ge=1, le=100,
+                             description="child rows drawn per needed row before matching rows to persons")
+    backbone: dict[str, Any] = Field(default_factory=dict, description="pgm settings for every component")
+
+    @model_validator(mode="after")
+    def _check(self) -> RelationalConfig:
+        if str(self.backbone.get("task", "off")) != "off":
+            raise ValueError("backbone.task must be off: the budget split assumes full-batch Gaussian components")
+        return self
+
+
+def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig) -> dict[str, float]:
+    """The public split of the run's budget (shares of 1/σ_total², summing to 1): a fixed share per selected
+    column, then ``persons_share`` of the rest for the persons' table and equal parts for the child tables."""
+    shares = {f"select.{c.name}.{col}": cfg.selection_share for c in dataset.children for col in c.ref.select}
+    rest = 1.0 - sum(shares.values())
+    if rest <= 0.2:
+        raise ConfigError("selection shares leave too little budget: lower selection_share")
+    shares[dataset.root.name] = rest * cfg.persons_share
+    for c in dataset.children:
+        shares[c.name] = rest * (1 - cfg.persons_share) / len(dataset.children)
+    return shares
+
+
+def _count_column(child: ChildTable) -> Column:
+    edges = child.count_edges()
+    return Column(name=child.count_column, kind=ColumnKind.numeric, bounds=(0.0, float(child.k)), integer=True,
+                  bins=edges if len(edges) >= 3 else None, tier=Tier.L2,  # k = 1: one bin per value
+                  description=f"rows of {child.name} per person (bounded to {child.k})")
+
+
+def _selected_column(name: str, domain: list[str], nullable: bool) -> Column:
+    return Column(name=name, kind=ColumnKind.categorical, domain=list(domain) + [OTHER], nullable=nullable,
+                  tier=Tier.L2)
+
+
+class RelationalSynthesizer:
+    """Synthesizes a dataset of related tables (module docstring); ``fit(tables, dataset)``, ``sample(n)``."""
+
+    name = "relational"
+
+    def __init__(self, config: RelationalConfig | dict | None = None, *, privacy: PrivacyConfig | dict | None = None):
+        try:
+            self.config = config if isinstance(config, RelationalConfig) else RelationalConfig(**(config or {}))
+        except Exception as e:
+            raise ConfigError(f"invalid relational config: {e}") from None
+        self.privacy = privacy if isinstance(privacy, PrivacyConfig) else PrivacyConfig(**(privacy or {}))
+
+    # -- fit ---------------------------------------------------------------------------------
+    def fit(self, tables: dict[str, pd.DataFrame], dataset: DatasetSchema, *,
+            accountant: PrivacyAccountant | None = None) -> RelationalSynthesizer:
+        """Fit on the private tables (name → frame, as :func:`dpsyn.relational.read_dataset` returns them;
+        not modified). Returns ``self``."""
+        from dpsyn.synth import create
+
+        missing = [t for t in dataset.tables() if t not in tables]
+        if missing:
+            raise ConfigError(f"dataset '{dataset.name}' needs the tables {', '.join(missing)}")
+        cfg, priv = self.config, self.privacy
+        if accountant is None:
+            delta = priv.resolved_delta(dataset.root_schema.population_size)
+            accountant = PrivacyAccountant(epsilon=priv.epsilon, delta=delta, accountant=priv.accountant,
+                                           unit=dataset.unit, relation=dataset.relation())
+        noise = NoiseSource(secure=priv.secure_rng, seed=derive_seed(priv.noise_seed, "relational"))
+        self.dataset_ = dataset
+        shares = budget_shares(dataset, cfg)
+        n_select = sum(len(c.ref.select) for c in dataset.children)
+        if n_select:
+            accountant.reserve_tail(cfg.selection_tail * accountant.delta)
+        sigma_total = accountant.calibrate(sample_rate=1.0, steps=1, label=TOTAL_LABEL, person_level=True)
+        self.shares_ = shares
+
+        # 1. persons and their codes; bounded children
+        root_df = tables[dataset.root.name]
+        key = dataset.person.key
+        codes = person_codes(root_df[key], noise)
+        one = bound_contributions(codes, 1, noise)  # a key that repeats is one person: one of its rows
+        root_df, root_codes = root_df.loc[one].reset_index(drop=True), codes[one]
+        keys = root_df[key].astype("string")
+        known = keys.notna().to_numpy()  # a person without a key is a person of their own, with no child rows
+        lookup = pd.Series(root_codes[known], index=keys[known].to_numpy())
+        children: dict[str, tuple[pd.DataFrame, np.ndarray]] = {}
+        for c in dataset.children:
+            df = tables[c.name]
+            pc = lookup.reindex(df[c.ref.foreign_key].astype("string").to_numpy()).to_numpy()
+            known = ~pd.isna(pc)
+            df, pc = df.loc[known].reset_index(drop=True), pc[known].astype(np.int64)
+            keep = bound_contributions(pc, c.k, noise)
+            children[c.name] = (df.loc[keep].reset_index(drop=True), pc[keep])
+
+        # 2. DP selection of the declared text columns' domains
+        self.domains_: dict[str, dict[str, list[str]]] = {}
+        for c in dataset.children:
+            df, pc = children[c.name]
+            for col, spec in c.ref.select.items():
+                label = f"select.{c.name}.{col}"
+                sigma = sigma_total / math.sqrt(shares[label])
+                dom = select_values(_text(df[col]), pc, max_per_person=spec.max_per_person, max_values=spec.max_values,
+                                    sigma=sigma, tail_delta=cfg.selection_tail * accountant.delta / n_select,
+                                    accountant=accountant, noise=noise, label=label)
+                self.domains_.setdefault(c.name, {})[col] = dom
+
+        # 3. the persons' table with rows-per-person columns
+        root_schema = self._root_schema(dataset)
+        frame = root_df.copy()
+        for c in dataset.children:
+            frame[c.count_column] = np.bincount(children[c.name][1], minlength=len(root_df))[root_codes].astype(
+                np.float64)
+        self.root_schema_ = root_schema
+        self.root_model_ = self._fit_component(create, frame, root_schema, dataset.root.name, sigma_total,
+                                               accountant, unit=None)
+
+        # 4. each child joined with the person columns it is drawn given
+        self.child_schemas_: dict[str, TableSchema] = {}
+        self.child_models_: dict[str, Any] = {}
+        for c in dataset.children:
+            df, pc = children[c.name]
+            schema = self._child_schema(dataset, c)
+            joined = self._child_frame(c, df, pc, root_df, root_codes)
+            self.child_schemas_[c.name] = schema
+            self.child_models_[c.name] = self._fit_component(create, joined, schema, c.name, sigma_total,
+                                                             accountant, unit=(c.ref.foreign_key, c.k))
+        accountant.check()
+        self.privacy_ = accountant.summary()
+        self.accountant_ = accountant
+        return self
+
+    def _fit_component(self, create, frame: pd.DataFrame, schema: TableSchema, name: str, sigma_total: float,
+                       accountant: PrivacyAccountant, *, unit: tuple[str, int] | None):
+        """Fit ``pgm`` on one component against its share, and charge its mechanisms to ``accountant``."""
+        share = self.shares_[name]
+        eps = gaussian_epsilon(sigma_total / math.sqrt(share), delta=accountant.mechanism_delta,
+                               accountant=accountant.name)
+        kw = {} if unit is None else {"unit": unit[0], "rows_per_unit": unit[1]}
+        sub = PrivacyAccountant(epsilon=eps, delta=accountant.mechanism_delta, accountant=accountant.name, **kw)
+        backbone = {**self.config.backbone, "task": "off"}
+        privacy = self.privacy.model_copy(update={"epsilon": eps, "delta": accountant.mechanism_delta,
+                                                  "noise_seed": derive_seed(self.privacy.noise_seed, name)})
+        model = create("pgm", backbone, privacy=privacy)
+        model.fit(frame, schema, accountant=sub)
+        if sub.tail_delta:  # the split below composes Gaussians only: a component's tail would be unaccounted
+            raise ConfigError(f"component {name} reserved a tail δ; the relational budget split cannot carry it")
+        for m in sub.ledger:  # already at the person level (the sub-accountant converted row-level ones)
+            accountant.record(f"{name}.{m.label}", noise_multiplier=m.noise_multiplier, sample_rate=m.sample_rate,
+                              steps=m.steps, person_level=True)
+        logger.info("relational: fitted %s (share %.3f of the budget)", name, share)
+        return model
+
+    def _root_schema(self, dataset: DatasetSchema) -> TableSchema:
+        s = dataset.root_schema
+        cols = [c for c in s.columns if c.synthesizable or c.name == dataset.person.key]
+        cols += [_count_column(c) for c in dataset.children]
+        return s.model_copy(update={"name": f"{dataset.name}.{dataset.root.name}", "columns": cols,
+                                    "privacy_unit": None})
+
+    def _child_schema(self, dataset: DatasetSchema, c: ChildTable) -> TableSchema:
+        s = c.schema_
+        cols = []
+        for col in s.columns:
+            if col.name in c.ref.select:
+                spec = c.ref.select[col.name]
+                cols.append(_selected_column(col.name, self.domains_[c.name][col.name], spec.nullable))
+            elif col.synthesizable or col.name == c.ref.foreign_key:
+                cols.append(col)
+        cols += [dataset.root_schema.column(x) for x in c.ref.condition_on]
+        return TableSchema(name=f"{dataset.name}.{c.name}", population=dataset.population, columns=cols,
+                           privacy_unit=PrivacyUnit(column=c.ref.foreign_key, max_rows_per_person=c.k))
+
+    def _child_frame(self, c: ChildTable, df: pd.DataFrame, pc: np.ndarray, root_df: pd.DataFrame,
+                     root_codes: np.ndarray) -> pd.DataFrame:
+        out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+        for col in c.schema_.columns:
+            if col.name in c.ref.select:
+                dom = set(self.domains_[c.name][col.name])
+                s = _text(df[col.name])
+                other = s.notna() & ~s.isin(dom)
+                s = s.where(~other, OTHER)
+                if not c.ref.select[col.name].nullable:
+                    s = s.fillna(OTHER)
+                out[col.name] = s
+            elif col.synthesizable:
+                out[col.name] = _naive(df[col.name]) if col.kind == ColumnKind.datetime else df[col.name]
+        # a person's code, as text: the child's privacy unit column (raw ids never reach the model)
+        out[c.ref.foreign_key] = pd.Series(pc, dtype="int64").astype("string")
+        position = np.empty(int(root_codes.max()) + 1 if len(root_codes) else 0, dtype=np.int64)
+        position[root_codes] = np.arange(len(root_codes))
+        for x in c.ref.condition_on:
+            v = root_df[x].iloc[position[pc]].reset_index(drop=True)
+            out[x] = _naive(v) if pd.api.types.is_datetime64_any_dtype(v) else v
+        return out
+
+    # -- sample ------------------------------------------------------------------------------
+    def sample(self, n_persons: int | None = None, *,
+               random_state: int | np.random.Generator | None = None) -> dict[str, pd.DataFrame]:
+        """Synthetic tables (name → frame): ``n_persons`` persons (default: the released noisy number of persons)
+        and their child rows. Post-processing only."""
+        if not hasattr(self, "root_model_"):
+            raise NotFittedError("RelationalSynthesizer is not fitted; call fit(tables, dataset) first")
+        rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+        ds = self.dataset_
+        n = int(self.root_model_.public_rows_ if n_persons is None else n_persons)
+        if n < 0:
+            raise ConfigError("n_persons must be ≥ 0")
+        persons = self.root_model_.sample(n, random_state=rng).reset_index(drop=True)
+        ids = pd.Series([f"p{x:012x}" for x in rng.choice(2**48, size=n, replace=False)], dtype="string")
+        out: dict[str, pd.DataFrame] = {}
+        for c in ds.children:
+            counts = np.clip(np.rint(persons[c.count_column].to_numpy(dtype=np.float64)), 0, c.k).astype(np.int64)
+            out[c.name] = self._sample_child(c, persons, ids, counts, rng)
+        root_cols = [x.name for x in ds.root_schema.columns if x.synthesizable or x.name == ds.person.key]
+        persons[ds.person.key] = ids
+        out[ds.root.name] = persons[root_cols]
+        return {t: out[t] for t in ds.tables()}
+
+    def _sample_child(self, c: ChildTable, persons: pd.DataFrame, ids: pd.Series, counts: np.ndarray,
+                      rng: np.random.Generator) -> pd.DataFrame:
+        model, schema = self.child_models_[c.name], self.child_schemas_[c.name]
+        out_cols = [x.name for x in c.schema_.columns if x.name in schema.column_names and x.name != c.ref.foreign_key]
+        total = int(counts.sum())
+        if total == 0:
+            empty = model.sample(0, random_state=rng)
+            frame = empty[out_cols].copy()
+            frame.insert(0, c.ref.foreign_key, pd.Series([], dtype="string"))
+            return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
+        pool = model.sample(max(self.config.pool_factor * total, 1000), random_state=rng).reset_index(drop=True)
+        cond = list(c.ref.condition_on)
+        enc = DiscreteEncoder(schema, columns=cond) if cond else None
+        pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
+        person_keys = enc.encode(_naive_frame(persons[cond])) if enc else np.zeros((len(persons), 0), dtype=np.int64)
+        need = np.repeat(np.arange(len(persons)), counts)
+        chosen = np.full(len(need), -1, dtype=np.int64)
+        for level in range(len(cond), -1, -1):  # match on all person columns, then fewer, then none
+            todo = np.flatnonzero(chosen < 0)
+            if not len(todo):
+                break
+            pk = _row_keys(pool_keys[:, :level])
+            groups = pd.Series(np.arange(len(pool))).groupby(pk).indices
+            want = _row_keys(person_keys[need[todo], :level])
+            for key, idx in pd.Series(np.arange(len(todo))).groupby(want).indices.items():
+                rows = groups.get(key)
+                if rows is None:
+                    continue
+                chosen[todo[idx]] = rng.choice(rows, size=len(idx), replace=len(idx) > len(rows))
+        frame = pool.iloc[chosen][out_cols].reset_index(drop=True)
+        frame[c.ref.foreign_key] = ids.iloc[need].reset_index(drop=True)
+        return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
+
+    def params(self) -> dict[str, Any]:
+        """Settings to record (no data values)."""
+        return {"synthesizer": self.name, **self.config.model_dump(), **self.privacy.model_dump(exclude={"noise_seed"})}
+
+
+def _text(s: pd.Series) -> pd.Series:
+    """A text column's values, an empty field read as missing."""
+    return s.astype("string").str.strip().replace("", pd.NA)
+
+
+def _naive(s: pd.Series) -> pd.Series:
+    """Datetimes without a time zone (Synthea writes UTC timestamps); the encoder bins naive datetimes."""
+    s = pd.to_datetime(s, errors="coerce", utc=True)
+    return s.dt.tz_convert(None)
+
+
+def _naive_frame(df: pd.DataFrame) -> pd.DataFrame:
+    return df.apply(lambda s: _naive(s) if pd.api.types.is_datetime64_any_dtype(s) else s)
+
+
+def _row_keys(a: np.ndarray) -> np.ndarray:
+    """One integer per row of codes (radix 4096 per column: person columns have few codes)."""
+    key = np.zeros(len(a), dtype=np.int64)
+    for j in range(a.shape[1]):
+        key = key * np.int64(4096) + a[:, j]
+    return key
+
+
+#: Name-keyed registry of dataset synthesizers (``fit(tables, dataset)``, ``sample(n_persons)``): a contract of
+#: their own, beside the single-table registry of dpsyn.synth.
+_REGISTRY: dict[str, type] = {"relational": RelationalSynthesizer}
+
+
+def register_relational_synthesizer(name: str, cls: type, *, force: bool = False) -> None:
+    if name in _REGISTRY and not force:
+        raise ValueError(f"dataset synthesizer '{name}' is already registered (pass force=True to replace it)")
+    _REGISTRY[name] = cls
+
+
+def list_relational_synthesizers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def create_relational(name: str, config=None, **kwargs):
+    """A new, unfitted dataset synthesizer ``name``."""
+    from dpsyn.errors import UnknownComponentError
+
+    if name not in _REGISTRY:
+        raise UnknownComponentError(f"unknown dataset synthesizer '{name}'; choose one of: "
+                                    f"{', '.join(list_relational_synthesizers())}")
+    return _REGISTRY[name](config, **kwargs)
