@@ -102,7 +102,10 @@ def orchestration(t) -> dict[str, dict]:
     hold the run, no Prefect API, an API that does not answer)."""
     import os
 
-    runs = list(dict.fromkeys(lin.release.model.run_id for lin in _shown(t)))
+    known = {}  # MLflow run id → the dpsyn run's id the lineage ledger recorded (the flow run's under Prefect)
+    for lin in _shown(t):
+        known.setdefault(lin.release.model.run_id, lin.release.model.orchestrator_run_id)
+    runs = list(known)
     if not runs:
         return {}
     out: dict[str, dict] = {}
@@ -112,7 +115,7 @@ def orchestration(t) -> dict[str, dict]:
     os.environ.update({k: v for k, v in quick.items() if saved[k] is None})
     try:
         for run_id in runs:
-            out[run_id] = _orchestration_of(run_id)
+            out[run_id] = _orchestration_of(run_id, known.get(run_id))
     finally:
         for k, v in saved.items():
             if v is None:
@@ -120,20 +123,26 @@ def orchestration(t) -> dict[str, dict]:
     return out
 
 
-def _orchestration_of(run_id: str) -> dict:
+def _orchestration_of(run_id: str, recorded: str | None = None) -> dict:
+    """``recorded``: the dpsyn run id the lineage ledger holds for this MLflow run (used when MLflow cannot say)."""
     try:
         from tasks.tracking import orchestration as read_tags
 
         info = read_tags(run_id)
+        missing = None if info is not None else "the MLflow run is not in this tracking store (MLFLOW_TRACKING_URI)"
     except Exception as e:
-        return {"note": f"the MLflow run was not read ({type(e).__name__})"}
+        info, missing = None, f"the MLflow run was not read ({type(e).__name__})"
+    if info is None and recorded:  # the lineage ledger recorded the run's id: the flow run's, under Prefect
+        info = {"orchestrator": "prefect", "run_id": recorded, "run_name": None}
     if info is None:
-        return {"note": "the MLflow run is not in this tracking store (MLFLOW_TRACKING_URI)"}
+        return {"note": missing}
     entry = {"orchestrator": info["orchestrator"], "run_id": info["run_id"], "name": info["run_name"]}
     if info["orchestrator"] == "prefect" and info["run_id"]:
         found = _prefect_flow_run(info["run_id"])
         entry.update({"name": found.get("name", entry["name"]), "state": found.get("state"),
                       **({"note": found["note"]} if "note" in found else {})})
+    if missing:  # the id came from the lineage ledger
+        entry["note"] = "; ".join(x for x in (entry.get("note"), missing + ": run id from the lineage ledger") if x)
     return entry
 
 

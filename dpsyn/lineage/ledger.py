@@ -6,6 +6,7 @@ Tables (one row per thing, linked by foreign keys)::
     training_batches  batch_id (random) → source, rows (the run's noisy count), time window
     batch_digests     batch_id → keyed digests (HMAC under the pipeline's key) of the input file and masked rows
     training_runs     run_id (MLflow) → batch, synthesizer, schema, model name/version, ε, δ, accountant
+    run_orchestration run_id (MLflow) → the dpsyn run's id (the Prefect flow run's under Prefect)
     datasets          dataset_id → run, sha256, path, rows, validation verdict, watermark settings
     codes             code → dataset, key id, timestamp (the HMAC's inputs are the run's batch and run id)
 
@@ -71,6 +72,11 @@ CREATE TABLE IF NOT EXISTS training_runs (
     accountant         TEXT NOT NULL,
     recorded_at        TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS run_orchestration (
+    run_id      TEXT PRIMARY KEY REFERENCES training_runs(run_id),
+    flow_run_id TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS datasets (
     dataset_id      TEXT PRIMARY KEY,
     run_id          TEXT NOT NULL REFERENCES training_runs(run_id),
@@ -108,7 +114,7 @@ SELECT c.code, c.key_id, c.timestamp, c.recorded_at,
        d.dataset_id, d.sha256, d.path, d.rows, d.gate_passed, d.validation_json, d.validation_path,
        d.wm_strength, d.wm_grid, d.wm_categorical,
        r.run_id, r.synthesizer, r.table_schema, r.schema_fingerprint, r.model_name, r.model_version,
-       r.epsilon, r.delta, r.accountant,
+       r.epsilon, r.delta, r.accountant, o.flow_run_id,
        b.batch_id, b.source, b.rows AS batch_rows, b.window_start, b.window_end,
        g.input_digest, g.content_digest, g.key_id AS digest_key_id
 FROM codes c
@@ -116,6 +122,7 @@ JOIN datasets d ON d.dataset_id = c.dataset_id
 JOIN training_runs r ON r.run_id = d.run_id
 JOIN training_batches b ON b.batch_id = r.batch_id
 LEFT JOIN batch_digests g ON g.batch_id = b.batch_id
+LEFT JOIN run_orchestration o ON o.run_id = r.run_id
 """
 
 
@@ -192,6 +199,9 @@ class Ledger:
                 )
             elif row["batch_id"] != b.batch_id:
                 raise LedgerConflictError(f"run {m.run_id} is recorded with another training batch")
+            if m.orchestrator_run_id and not db.execute("SELECT 1 FROM run_orchestration WHERE run_id = ?",
+                                                        (m.run_id,)).fetchone():
+                db.execute("INSERT INTO run_orchestration VALUES (?, ?, ?)", (m.run_id, m.orchestrator_run_id, now))
             elif m.name or m.version:
                 db.execute("UPDATE training_runs SET model_name = COALESCE(?, model_name), "
                            "model_version = COALESCE(?, model_version) WHERE run_id = ?", (m.name, m.version, m.run_id))
@@ -281,7 +291,7 @@ def _lineage(row: Row) -> Lineage:
             dataset=DatasetRef(dataset_id=row["dataset_id"], sha256=row["sha256"], path=row["path"], rows=row["rows"]),
             model=ModelRef(run_id=row["run_id"], synthesizer=row["synthesizer"], table_schema=row["table_schema"],
                            schema_fingerprint=row["schema_fingerprint"], name=row["model_name"],
-                           version=row["model_version"]),
+                           version=row["model_version"], orchestrator_run_id=row["flow_run_id"]),
             batch=TrainingBatch(batch_id=row["batch_id"], source=row["source"], rows=row["batch_rows"],
                                 window_start=row["window_start"], window_end=row["window_end"],
                                 input_digest=row["input_digest"], content_digest=row["content_digest"],

@@ -75,6 +75,8 @@ class ModelRef(_Record):
     schema_fingerprint: str | None = None
     name: str | None = None  # MLflow registered model name, when registered
     version: str | None = None
+    orchestrator_run_id: str | None = Field(
+        default=None, description="the dpsyn run's id: the Prefect flow run's under Prefect, else a random uuid")
 
 
 class PrivacyRef(_Record):
@@ -155,7 +157,7 @@ class Release(_Record):
             model=ModelRef(
                 run_id=manifest["mlflow_run_id"], synthesizer=manifest.get("synthesizer"),
                 table_schema=manifest.get("schema"), schema_fingerprint=manifest.get("schema_fingerprint"),
-                name=model_name, version=model_version,
+                name=model_name, version=model_version, orchestrator_run_id=manifest.get("run_id"),
             ),
             batch=TrainingBatch(
                 batch_id=batch["batch_id"], source=batch.get("source", ""), rows=batch["rows_estimate"],

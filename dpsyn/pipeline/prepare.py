@@ -128,7 +128,7 @@ def mask_partition(config: SynthesizeConfig, ctx: RunContext, index: int) -> int
         from dpsyn.validation.utility import split_holdout
 
         coins = NoiseSource(secure=config.privacy.secure_rng, seed=partition_seed(config.privacy.noise_seed, index))
-        masked, holdout = split_holdout(masked, share, noise=coins)
+        masked, holdout = split_holdout(masked, share, noise=coins, person=PERSON_CODE)  # by person, if any
         holdout.to_parquet(work.part("holdout", index), index=False)
         summary["holdout_rows"] = len(holdout)
     masked.to_parquet(work.part("masked", index), index=False)

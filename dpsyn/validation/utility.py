@@ -51,9 +51,16 @@ def positive_label(schema: TableSchema, positive: str | None = None) -> str:
     return str((col.domain or [])[-1])
 
 
-def split_holdout(df: pd.DataFrame, share: float, *, noise: NoiseSource) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(training rows, holdout rows): each row goes to the holdout with probability ``share`` (secret coins)."""
-    coins = noise.uniform(len(df)) < share
+def split_holdout(df: pd.DataFrame, share: float, *, noise: NoiseSource,
+                  person: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training rows, holdout rows): each row goes to the holdout with probability ``share`` (secret coins); with
+    ``person`` (the column of dense person codes of a person-level run), each *person* does, with all their rows,
+    so no person is on both sides of the utility check."""
+    if person is not None and person in df.columns and len(df):
+        codes = np.asarray(df[person], dtype=np.int64)
+        coins = (noise.uniform(int(codes.max()) + 1) < share)[codes]
+    else:
+        coins = noise.uniform(len(df)) < share
     return df.loc[~coins].reset_index(drop=True), df.loc[coins].reset_index(drop=True)
 
 

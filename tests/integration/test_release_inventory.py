@@ -75,8 +75,8 @@ def synthesize_run(prefect_harness, input_file, tmp_path_factory):
     sizes = {}
     real_split = utility.split_holdout
 
-    def spy(df, share, *, noise):
-        train, holdout = real_split(df, share, noise=noise)
+    def spy(df, share, *, noise, **kw):
+        train, holdout = real_split(df, share, noise=noise, **kw)
         sizes["train"], sizes["holdout"] = len(train), len(holdout)
         return train, holdout
 

@@ -59,6 +59,19 @@ def test_record_and_read_back(ledger):
     assert ledger.get("0" * 16) is None
 
 
+def test_the_dpsyn_run_id_is_recorded_with_the_mlflow_run(ledger):
+    # the manifest's run_id (the Prefect flow run's id under Prefect) travels to the lineage row, and an older
+    # ledger without the table gains it on read
+    rel = Release.from_manifest({**manifest(), "run_id": "0b8e7c2a-flow-run"}, dataset_sha256=SHA,
+                                path="/out/synthetic.csv", rows=4000, validation=VALIDATION)
+    assert rel.model.orchestrator_run_id == "0b8e7c2a-flow-run"
+    ledger.record(rel)
+    assert ledger.get(rel.code).release.model.orchestrator_run_id == "0b8e7c2a-flow-run"
+    with sqlite3.connect(ledger.path) as db:
+        db.execute("DROP TABLE run_orchestration")
+    assert ledger.get(rel.code).release.model.orchestrator_run_id is None
+
+
 def test_recording_twice_is_a_no_op(ledger):
     first = ledger.record(_release())
     assert ledger.record(_release()) == first  # a fresh dataset id, same release

@@ -29,6 +29,18 @@ def test_split_holdout_is_disjoint_and_near_the_share(adult_sample):
     assert abs(len(ho) / len(adult_sample) - 0.25) < 0.03
 
 
+def test_split_holdout_by_person_keeps_each_person_on_one_side(adult_sample):
+    df = adult_sample.iloc[:3000].assign(_person=np.repeat(np.arange(1000), 3))
+    tr, ho = split_holdout(df, 0.25, noise=NoiseSource(secure=False, seed=1), person="_person")
+    assert len(tr) + len(ho) == len(df)
+    assert not set(tr["_person"]) & set(ho["_person"])
+    assert (ho["_person"].value_counts() == 3).all()  # a person goes with all their rows
+    assert abs(ho["_person"].nunique() / 1000 - 0.25) < 0.05
+    # without the column (a row-level run) the split is per row, as before
+    tr2, ho2 = split_holdout(df, 0.25, noise=NoiseSource(secure=False, seed=1), person="no_such_column")
+    assert set(tr2["_person"]) & set(ho2["_person"])
+
+
 def _run(adult_sample, adult_schema, synth, seed=0):
     train, holdout = adult_sample.iloc[:3000].reset_index(drop=True), adult_sample.iloc[3000:].reset_index(drop=True)
     acct = PrivacyAccountant(epsilon=10.0, delta=1e-5)
