@@ -299,9 +299,9 @@ class RelationalSynthesizer:
             todo = np.flatnonzero(chosen < 0)
             if not len(todo):
                 break
-            pk = _row_keys(pool_keys[:, :level])
+            pk = _row_keys(pool_keys[:, :level], enc.sizes[:level] if enc else [])
             groups = pd.Series(np.arange(len(pool))).groupby(pk).indices
-            want = _row_keys(person_keys[need[todo], :level])
+            want = _row_keys(person_keys[need[todo], :level], enc.sizes[:level] if enc else [])
             for key, idx in pd.Series(np.arange(len(todo))).groupby(want).indices.items():
                 rows = groups.get(key)
                 if rows is None:
@@ -331,12 +331,11 @@ def _naive_frame(df: pd.DataFrame) -> pd.DataFrame:
     return df.apply(lambda s: _naive(s) if pd.api.types.is_datetime64_any_dtype(s) else s)
 
 
-def _row_keys(a: np.ndarray) -> np.ndarray:
-    """One integer per row of codes (radix 4096 per column: person columns have few codes)."""
-    key = np.zeros(len(a), dtype=np.int64)
-    for j in range(a.shape[1]):
-        key = key * np.int64(4096) + a[:, j]
-    return key
+def _row_keys(a: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """One integer per row of codes (the codes' mixed-radix index over the columns' public sizes)."""
+    if a.shape[1] == 0:
+        return np.zeros(len(a), dtype=np.int64)
+    return np.ravel_multi_index(tuple(a.T), sizes)
 
 
 #: Name-keyed registry of dataset synthesizers (``fit(tables, dataset)``, ``sample(n_persons)``): a contract of
