@@ -22,14 +22,14 @@ def check_input(config: SynthesizeConfig) -> None:
     from dpsyn.pipeline.partition import plan_partitions, read_partition
     from dpsyn.pipeline.prepare import partition_rows
     from dpsyn.schema import load_schema
-    from dpsyn.synth import get_class
+    from dpsyn.synth import require_registered
     from dpsyn.validation.preflight import require_informative
 
     schema = load_schema(config.table_schema)
     rows = 0
     for part in plan_partitions(config.data, schema, partition_rows(config)):  # one partition in memory at a time
         rows += len(read_partition(config.data, schema, part))
-    get_class(config.synthesizer)
+    require_registered(config.synthesizer)  # the name only: importing a synthesizer loads torch (1.5 s)
     from dpsyn.validation import gate_rules
 
     rules = gate_rules(config.validation, schema)  # a missing or malformed rules file: exit 2, nothing reserved

@@ -13,7 +13,7 @@ docs/privacy.md). The one DP-SGD loop is :mod:`dpsyn.synth.dpsgd` (book-keeping 
 
 from dpsyn.synth.base import Synthesizer
 from dpsyn.synth.choice import AUTO, choose_synthesizer
-from dpsyn.synth.registry import create, get_class, list_synthesizers, register_synthesizer
+from dpsyn.synth.registry import create, get_class, list_synthesizers, register_synthesizer, require_registered
 
 __all__ = [
     "AUTO",
@@ -23,4 +23,5 @@ __all__ = [
     "get_class",
     "list_synthesizers",
     "register_synthesizer",
+    "require_registered",
 ]

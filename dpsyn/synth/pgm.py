@@ -37,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpsyn.errors import ConfigError, NotFittedError, PrivacyBudgetExceededError
 from dpsyn.privacy import PrivacyAccountant
 from dpsyn.synth.base import Synthesizer
-from dpsyn.synth.dpsgd import steps_and_rate
 from dpsyn.synth.pgm_model import (
     Compression,
     GraphicalModel,
@@ -299,6 +298,8 @@ class PGM(Synthesizer):
 
         # Budget: the task model first (alone: task_share of what is left), planned; then the measurements.
         if task:
+            from dpsyn.synth.dpsgd import steps_and_rate  # at call time: loading a fitted pgm needs no torch
+
             q_t, steps_t = steps_and_rate(n, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs)
             left = 1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon
             sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t)

@@ -10,7 +10,7 @@ import importlib
 
 from dpsyn.errors import UnknownComponentError
 
-__all__ = ["create", "get_class", "list_synthesizers", "register_synthesizer"]
+__all__ = ["create", "get_class", "list_synthesizers", "register_synthesizer", "require_registered"]
 
 _REGISTRY: dict[str, object] = {
     "dpdsyn": "dpsyn.synth.dpdsyn:DPDSyn",
@@ -30,9 +30,14 @@ def list_synthesizers() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_class(name: str):
+def require_registered(name: str) -> None:
+    """Raise :class:`UnknownComponentError` listing the registered names unless ``name`` is one (imports nothing)."""
     if name not in _REGISTRY:
         raise UnknownComponentError(f"unknown synthesizer '{name}'; choose one of: {', '.join(list_synthesizers())}")
+
+
+def get_class(name: str):
+    require_registered(name)
     entry = _REGISTRY[name]
     if isinstance(entry, str):
         mod, _, attr = entry.partition(":")

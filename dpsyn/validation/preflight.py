@@ -30,11 +30,11 @@ def forecast(config: ValidationConfig, *, epsilon: float, delta: float, rows: in
     sigma = acct.sigma_for_share(config.budget_share)
     sigma_count = acct.sigma_for_share(count_share)
     sum_w2 = config.primary_weight**2 + config.detail_weight + (2 * config.hist_weight if config.hist_weight else 0)
-    from scipy.stats import norm  # at call time: importing dpsyn.validation loads no scipy.stats
+    from scipy.special import ndtri  # the standard normal's quantile, without loading scipy.stats (0.6 s)
 
-    z_count = norm.ppf(1 - 1e-6)  # about the lower bound's z for the δ tail reserved for it
+    z_count = float(ndtri(1 - 1e-6))  # about the lower bound's z for the δ tail reserved for it
     n_low = rows * _train_share(config, has_target) - z_count * sigma_count - 1
-    z = config.noise_margin if config.noise_margin is not None else float(norm.ppf(1 - config.false_alarm))
+    z = config.noise_margin if config.noise_margin is not None else float(ndtri(1 - config.false_alarm))
     std = sigma * math.sqrt(sum_w2) / config.primary_weight / max(n_low, 1e-9)
     need = config.max_noise_ratio * config.verdict_resolution
     min_rows = math.ceil((z * sigma * math.sqrt(sum_w2) / config.primary_weight / need + z_count * sigma_count + 1)
