@@ -343,7 +343,7 @@ def register(app: typer.Typer) -> None:
             syn = coerce_to_schema(syn, present, source="synthetic file", check_domains=False)
             return attribute_inference(a, h, syn, sch, sensitive or None), dcr_diagnostic(a, h, syn, sch)
 
-        attrs, dcr = handle(go, as_json=as_json, verbose=verbose)
+        attrs, dcr = handle(go, as_json=as_json, verbose=verbose, progress="attribute inference and DCR")
         if as_json:
             typer.echo(json.dumps({"attributes": [x.model_dump() for x in attrs], "dcr": dcr.model_dump()}))
             raise typer.Exit(EXIT_OK)
@@ -412,7 +412,7 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError(f"bad option: {bad}") from None
             return [run_fairness_audit(c) for c in configs]
 
-        results = handle(go, as_json=as_json, verbose=verbose)
+        results = handle(go, as_json=as_json, verbose=verbose, progress=f"fairness audit of {group}")
         if plot is not None:
             from dpsyn.audit.fairness import plot_group_risk
 

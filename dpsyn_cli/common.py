@@ -215,11 +215,55 @@ def fail(message: str, code: int, *, as_json: bool, details: dict | None = None)
     return typer.Exit(code)
 
 
-def handle(fn, *, as_json: bool, verbose: bool):
+class progress_display:  # noqa: N801 - used as a context manager, like rich's own
+    """A progress display on stderr for the block: one line ``what`` with elapsed time, and a bar for each stage
+    the library reports (:func:`dpsyn.progress.report`). Under ``--json`` it is drawn only on a terminal and
+    cleared at the end, so a pipe reads one JSON object."""
+
+    def __init__(self, what: str, *, as_json: bool):
+        self.what, self.as_json = what, as_json
+
+    def __enter__(self):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from dpsyn.progress import set_reporter
+
+        console = Console(stderr=True)
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=self.as_json,
+                                 disable=self.as_json and not console.is_terminal)
+        self.progress.__enter__()
+        self.main = self.progress.add_task(self.what, total=None)
+        bars: dict[str, int] = {}
+
+        def reporter(stage: str, done: int, total: int) -> None:
+            if stage not in bars:
+                bars[stage] = self.progress.add_task(stage, total=total)
+            self.progress.update(bars[stage], completed=done, total=total)
+
+        self.previous = set_reporter(reporter)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from dpsyn.progress import set_reporter
+
+        set_reporter(self.previous)
+        if exc[0] is None:
+            self.progress.update(self.main, total=1, completed=1)
+        self.progress.__exit__(*exc)
+
+
+def handle(fn, *, as_json: bool, verbose: bool, progress: str | None = None):
+    """Run ``fn`` and turn a failure into one line and its exit code (:func:`fail`); ``progress``: the line of a
+    progress display (:class:`progress_display`) shown while ``fn`` runs, with a bar per reported stage."""
     from dpsyn.errors import DpsynError
 
     try:
-        return fn()
+        if progress is None:
+            return fn()
+        with progress_display(progress, as_json=as_json):
+            return fn()
     except DpsynError as e:
         if verbose:
             import traceback

@@ -211,7 +211,7 @@ def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: 
         privacy = {"epsilon": 1.0 if epsilon is None else epsilon, "delta": delta}
         return run_dataset(dataset, data, out, privacy=privacy, overwrite=overwrite, accept_ungated=accept_ungated)
 
-    manifest = handle(go, as_json=as_json, verbose=verbose)
+    manifest = handle(go, as_json=as_json, verbose=verbose, progress=f"dataset {dataset}")
     p = manifest["privacy"]
     if as_json:
         typer.echo(json.dumps({"output": str(out), "epsilon_spent": p["epsilon_spent"], "delta": p["delta"],

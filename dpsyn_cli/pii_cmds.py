@@ -109,7 +109,7 @@ def scrub(
             "mask": mask_dict,
         }
 
-    result = handle(go, as_json=as_json, verbose=verbose)
+    result = handle(go, as_json=as_json, verbose=verbose, progress=f"scrub {Path(data).name}")
     result["seconds"] = round(time.time() - started, 1)
     if as_json:
         typer.echo(json.dumps(result, default=str))
@@ -160,7 +160,7 @@ def scan(
             cfg = ScanConfig.model_validate({**cfg.model_dump(), **update})
         return scan_paths(list(paths), config=cfg)
 
-    rep = handle(go, as_json=as_json, verbose=verbose)
+    rep = handle(go, as_json=as_json, verbose=verbose, progress="scan for PII")
     if as_json:
         typer.echo(json.dumps({**rep.to_dict(), "clean": rep.clean}))
     else:

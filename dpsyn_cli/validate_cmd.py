@@ -83,7 +83,7 @@ def validate(
             return validate_files(real, synthetic, table, cfg, epsilon=epsilon, delta=delta, population=pop,
                                   ledger_url=ledger)
 
-    rep, privacy = handle(go, as_json=as_json, verbose=verbose)
+    rep, privacy = handle(go, as_json=as_json, verbose=verbose, progress=f"validate {Path(synthetic).name}")
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(rep.to_html(title=f"dpsyn validate: {Path(synthetic).name}", context={

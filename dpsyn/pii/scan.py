@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dpsyn.errors import InputError, UnknownComponentError
 from dpsyn.pii.config import ScrubConfig, text_entities
+from dpsyn.progress import report
 
 if TYPE_CHECKING:
     from dpsyn.pii.engine import PIIEngine
@@ -227,8 +228,9 @@ def scan_paths(
     from dpsyn.pii.scan_formats import Scanner
 
     scanner = Scanner(config, engine)
-    for p in paths:
+    for i, p in enumerate(paths):
         scanner.scan_path(Path(p))
+        report("scan: paths", i + 1, len(paths))
     rep = scanner.report
     rep.counts = dict(sorted(rep.counts.items()))
     logger.info(

@@ -43,6 +43,7 @@ from dpsyn.errors import ConfigError, NotFittedError
 from dpsyn.privacy import NoiseSource, PrivacyAccountant, PrivacyConfig, derive_seed, gaussian_epsilon
 from dpsyn.privacy.selection import OTHER, select_values
 from dpsyn.privacy.unit import bound_contributions, person_codes
+from dpsyn.progress import report
 from dpsyn.relational.schema import ChildTable, DatasetSchema
 from dpsyn.schema import Column, ColumnKind, PrivacyUnit, TableSchema, Tier
 
@@ -175,6 +176,7 @@ class RelationalSynthesizer:
         self.root_schema_ = root_schema
         self.root_model_ = self._fit_component(create, frame, root_schema, dataset.root.name, sigma_total,
                                                accountant, unit=None)
+        report("dataset: tables fitted", 1, 1 + len(dataset.children))
 
         # 4. each child joined with the person columns it is drawn given
         self.child_schemas_: dict[str, TableSchema] = {}
@@ -186,6 +188,7 @@ class RelationalSynthesizer:
             self.child_schemas_[c.name] = schema
             self.child_models_[c.name] = self._fit_component(create, joined, schema, c.name, sigma_total,
                                                              accountant, unit=(c.ref.foreign_key, c.k))
+            report("dataset: tables fitted", 1 + len(self.child_models_), 1 + len(dataset.children))
         accountant.check()
         self.privacy_ = accountant.summary()
         self.accountant_ = accountant
