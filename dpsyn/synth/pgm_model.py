@@ -223,18 +223,71 @@ def _release_compiled_programs() -> None:
         _fits_since_clear = 0
 
 
+def _aligned(attrs: tuple[str, ...], values: np.ndarray, target: tuple[str, ...]) -> np.ndarray:
+    """``values`` (axes ``attrs``) with its axes in ``target``'s order and a length-1 axis for each attribute it
+    lacks, ready to broadcast against a table over ``target``."""
+    a = np.transpose(values, [attrs.index(t) for t in target if t in attrs])
+    return a.reshape([values.shape[attrs.index(t)] if t in attrs else 1 for t in target])
+
+
+def _logsumexp(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    if not axes:
+        return values
+    top = np.max(values, axis=axes, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(np.log(np.sum(np.exp(values - top), axis=axes, keepdims=True)) + top, axis=axes)
+
+
+def _calibrated(est, dom, mbi) -> dict[tuple[str, ...], np.ndarray]:
+    """Each junction-tree node's marginal (summing to 1) of the estimated model, by Shafer-Shenoy message passing
+    in log space, in numpy: the same arithmetic as ``mbi.marginal_oracles.message_passing_stable`` on the model's
+    potentials expanded to the tree's nodes, without JAX compiling a program for every operation and shape (about
+    half of a small table's fit; ``tests/unit/synth/test_pgm.py`` checks the two agree)."""
+    jtree, _ = mbi.junction_tree.make_junction_tree(dom, [tuple(c) for c in est.cliques])
+    nodes = [tuple(n) for n in jtree.nodes]
+    psi = {n: np.zeros([dom[a] for a in n]) for n in nodes}
+    for cl in est.cliques:  # each potential into one node that holds its clique: the same joint distribution
+        f = est.potentials[cl]
+        attrs = tuple(f.domain.attributes)
+        node = next(n for n in nodes if set(attrs) <= set(n))
+        psi[node] = psi[node] + _aligned(attrs, np.asarray(f.values, dtype=np.float64), node)
+    messages: dict[tuple, tuple[tuple[str, ...], np.ndarray]] = {}
+    for i, j in mbi.junction_tree.message_passing_order(jtree):
+        tau = psi[i]
+        for k in jtree.neighbors(i):
+            if k != j:
+                tau = tau + _aligned(*messages[(k, i)], i)
+        sep = tuple(a for a in i if a in j)
+        messages[(i, j)] = (sep, _logsumexp(tau, tuple(ax for ax, a in enumerate(i) if a not in sep)))
+    out = {}
+    for n in nodes:
+        b = psi[n]
+        for k in jtree.neighbors(n):
+            b = b + _aligned(*messages[(k, n)], n)
+        out[n] = np.exp(b - _logsumexp(b, tuple(range(b.ndim))))
+    return out
+
+
+def _project(marginals: dict[tuple[str, ...], np.ndarray], attrs: tuple[str, ...]) -> np.ndarray:
+    """The marginal over ``attrs`` (in that order) from a node that holds them all."""
+    node, table = next((n, t) for n, t in marginals.items() if set(attrs) <= set(n))
+    summed = table.sum(axis=tuple(ax for ax, a in enumerate(node) if a not in attrs))
+    kept = tuple(a for a in node if a in attrs)
+    return np.transpose(summed, [kept.index(a) for a in attrs])
+
+
 def _tables(est, dom, names, mbi) -> GraphicalModel:
     cliques = [tuple(c) for c in est.cliques]
     jtree, elim = mbi.junction_tree.make_junction_tree(dom, cliques)
     nodes = [set(c) for c in jtree.nodes]
-    marg = mbi.marginal_oracles.message_passing_stable(est.potentials.expand(list(jtree.nodes)), 1.0)
+    marg = _calibrated(est, dom, mbi)
     index = {n: j for j, n in enumerate(names)}
     order, parents, cdfs, used = [], [], [], set()
     for col in elim[::-1]:
         rel = used & set().union(*[c for c in nodes if col in c])
         par = tuple(sorted(rel, key=index.get))
-        f = marg.project(par + (col,)).transpose(par + (col,))
-        p = np.asarray(f.datavector(flatten=False), dtype=np.float64).reshape(-1, dom[col])
+        p = np.asarray(_project(marg, par + (col,)), dtype=np.float64).reshape(-1, dom[col])
         p = np.clip(p, 0, None)
         s = p.sum(axis=1, keepdims=True)
         p = np.divide(p, s, out=np.full_like(p, 1.0 / dom[col]), where=s > 0)
@@ -249,11 +302,12 @@ def _tables(est, dom, names, mbi) -> GraphicalModel:
     for cl in cliques:
         if target in cl:
             others = tuple(c for c in cl if c != target)
-            f = est.potentials[cl].transpose(others + (target,))
-            terms.append((tuple(index[c] for c in others), np.asarray(f.datavector(flatten=False), dtype=np.float64)))
+            f = est.potentials[cl]
+            table = _aligned(tuple(f.domain.attributes), np.asarray(f.values, dtype=np.float64), others + (target,))
+            terms.append((tuple(index[c] for c in others), table))
     model = GraphicalModel(list(dom.shape), order, parents, cdfs, terms)
     for n in names:
-        p = np.clip(np.asarray(marg.project((n,)).datavector(), dtype=np.float64), 0, None)
+        p = np.clip(np.asarray(_project(marg, (n,)), dtype=np.float64), 0, None)
         model.one_way.append(p / p.sum())
     return model
 

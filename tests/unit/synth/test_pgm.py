@@ -245,3 +245,36 @@ def test_xla_compiles_mbi_programs_at_level_0_unless_the_process_says_otherwise(
     own = subprocess.run([sys.executable, "-c", code], env={**env, "XLA_FLAGS": "--xla_cpu_enable_fast_math=false"},
                          capture_output=True, text=True, check=True)
     assert own.stdout.strip() == "--xla_cpu_enable_fast_math=false"
+
+
+def test_numpy_message_passing_gives_mbis_marginals():
+    """pgm_model._tables calibrates the junction tree in numpy (JAX compiled a program per operation and shape,
+    half of a small fit); every node marginal, its projections and the target's potentials must be mbi's own."""
+    from dpsyn.synth import pgm_model
+
+    mbi = pgm_model._mbi()
+    rng = np.random.default_rng(3)
+    sizes = [3, 4, 2, 5, 3]
+    names = [pgm_model._name(j) for j in range(len(sizes))]
+    dom = mbi.Domain(names, sizes)
+    cliques = [(0, 1), (1, 2), (2, 3), (0, 3), (3, 4), (1, 4)]  # loops: the tree's nodes are triangulated cliques
+    ms = [mbi.LinearMeasurement(rng.random(sizes[a] * sizes[b]) * 50, (names[a], names[b]), stddev=1.0)
+          for a, b in cliques]
+    est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=500.0, iters=30)
+    jtree, _ = mbi.junction_tree.make_junction_tree(dom, [tuple(c) for c in est.cliques])
+    theirs = mbi.marginal_oracles.message_passing_stable(est.potentials.expand(list(jtree.nodes)), 1.0)
+    ours = pgm_model._calibrated(est, dom, mbi)
+    assert len(ours) == len(list(jtree.nodes)) and any(len(n) >= 3 for n in ours)
+    for node in ours:
+        for attrs in [tuple(node), tuple(node)[::-1], tuple(node)[:1], tuple(node)[-2:]]:
+            want = np.asarray(theirs.project(attrs).transpose(attrs).datavector(flatten=False))
+            np.testing.assert_allclose(pgm_model._project(ours, attrs), want, rtol=1e-9, atol=1e-12)
+    model = pgm_model._tables(est, dom, names, mbi)
+    for n, p in zip(names, model.one_way, strict=True):
+        want = np.asarray(theirs.project((n,)).datavector())
+        np.testing.assert_allclose(p, want / want.sum(), rtol=1e-9, atol=1e-12)
+    target = names[-1]
+    for (others, table), cl in zip(model.target_terms, [c for c in est.cliques if target in c], strict=True):
+        order = tuple(names[o] for o in others) + (target,)
+        want = np.asarray(est.potentials[tuple(cl)].transpose(order).datavector(flatten=False))
+        np.testing.assert_allclose(table, want, rtol=1e-12)
