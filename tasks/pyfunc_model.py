@@ -1,9 +1,16 @@
-"""A fitted dpsyn synthesizer as an MLflow pyfunc model.
+"""A fitted dpsyn synthesizer as an MLflow pyfunc model: what is logged, and a loader that checks it first.
 
-It lives outside ``dpsyn`` because ``dpsyn`` never imports MLflow. The
-logged model holds the synthesizer's pickle (``artifacts/model.pkl``, a
-fitted model that holds no training row) and this small wrapper; loading it
-needs ``dpsyn`` installed, not imported (unpickling imports it)::
+It lives outside ``dpsyn`` because ``dpsyn`` never imports MLflow. A logged model holds (``tasks.tracking.log_model``):
+
+* ``synthesizer_model.py``: the model's code, :mod:`tasks.synthesizer_model` (MLflow's models-from-code), which
+  imports nothing of this repository;
+* ``artifacts/model.pkl``: the synthesizer (a fitted model that holds no training row);
+* ``artifacts/dpsyn-<version>+<digest>-py3-none-any.whl``: the dpsyn library (:mod:`tasks.model_wheel`), installed
+  by the model's ``requirements.txt`` with the pinned runtime it needs (no Prefect, Presidio or ledgers);
+* a signature: the parameter ``random_state`` and the output schema of the table (its column names and types);
+
+so ``mlflow models serve`` and ``mlflow.pyfunc.load_model`` work in an environment built from the model's own
+requirements::
 
     import mlflow
 
@@ -11,23 +18,15 @@ needs ``dpsyn`` installed, not imported (unpickling imports it)::
     rows = model.predict(500)  # a DataFrame of 500 synthetic rows
     rows = model.predict(500, params={"random_state": 7})  # reproducible
 
-``predict`` takes the number of rows: an int, a one-element list, array or
-Series, ``{"n": 500}``, or a DataFrame with one row in a column ``n`` (or a
-single cell). Sampling is post-processing: it costs no privacy budget.
+Sampling is post-processing: it costs no privacy budget.
 
-This module imports neither Prefect nor dpsyn at import time, so loading a
-model stays light.
-
-**Verified before unpickling.** ``log_model`` records the SHA-256 of every file
-of the logged model (``MLmodel``, the wrapper ``python_model.pkl``, the
-synthesizer ``artifacts/model.pkl``, the environment files) as the run and
-registry-version tag ``dpsyn.artifact_sha256``, in the tracking database, not
-the artifact store. :func:`load_verified` downloads the model, checks every file
-against that tag and only then loads it; a replaced pickle is refused before it
-can run code. ``load_context`` also checks ``model.pkl`` against the digest in
-the model's config before unpickling it (a plain ``mlflow.pyfunc.load_model``
-still unpickles the wrapper first: use :func:`load_verified` where the artifact
-store is not trusted)::
+**Verified before loading.** ``log_model`` records the SHA-256 of every file of the logged model (``MLmodel``, the
+code, the synthesizer, the wheel, the environment files) as the run and registry-version tag
+``dpsyn.artifact_sha256``, in the tracking database, not the artifact store. :func:`load_verified` downloads the
+model, checks every file against that tag and only then loads it; a replaced code file or pickle is refused before
+it can run. ``load_context`` also checks ``model.pkl`` against the digest in the model's config before unpickling
+it (a plain ``mlflow.pyfunc.load_model`` still runs the model's code file first: use :func:`load_verified` where
+the artifact store is not trusted)::
 
     from tasks.pyfunc_model import load_verified
     model = load_verified("models:/dpsyn-adult@champion")
@@ -36,17 +35,15 @@ store is not trusted)::
 from __future__ import annotations
 
 import json
-import numbers
-import pickle
 from pathlib import Path
-from typing import Any
 
-import mlflow.pyfunc
+__all__ = ["ARTIFACT_KEY", "DIGEST_KEY", "DIGESTS_TAG", "MODEL_CODE", "WHEEL_KEY", "artifact_digests", "file_sha256",
+           "load_verified", "signature"]
 
-__all__ = ["ARTIFACT_KEY", "DIGEST_KEY", "DIGESTS_TAG", "SynthesizerModel", "artifact_digests", "file_sha256",
-           "load_verified", "requested_rows", "signature"]
-
-ARTIFACT_KEY = "synthesizer"
+#: the model's code (models-from-code): a file that imports nothing of this repository
+MODEL_CODE = Path(__file__).with_name("synthesizer_model.py")
+ARTIFACT_KEY = "synthesizer"  # the same names as in synthesizer_model.py, which cannot import them from here
+WHEEL_KEY = "dpsyn_wheel"
 DIGEST_KEY = "dpsyn_model_sha256"  # in the logged model's config: the synthesizer pickle's SHA-256
 DIGESTS_TAG = "dpsyn.artifact_sha256"  # run and version tag: {relative path: SHA-256} of the logged model's files
 
@@ -117,68 +114,13 @@ def _recorded_digests(model_uri: str) -> dict[str, str]:
     return json.loads(tags[DIGESTS_TAG])
 
 
-def requested_rows(model_input: Any) -> int:
-    """The row count a ``predict`` input asks for (see the module docstring); ValueError if unclear."""
-    import numpy as np
-    import pandas as pd
-
-    value = model_input
-    if isinstance(value, pd.DataFrame):
-        if "n" in value.columns:
-            value = value["n"]
-        elif value.shape == (1, 1):
-            value = value.iloc[0, 0]
-        else:
-            raise ValueError("predict expects a DataFrame with a column 'n' (one row) or a single cell")
-    if isinstance(value, dict):
-        if "n" not in value:
-            raise ValueError("predict expects {'n': number of rows}")
-        value = value["n"]
-    if isinstance(value, (pd.Series, np.ndarray, list, tuple)):
-        flat = np.asarray(value, dtype=object).ravel()
-        if flat.size != 1:
-            raise ValueError(f"predict expects one row count, got {flat.size} values")
-        value = flat[0]
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"the row count must be a whole number, got {type(value).__name__}")
-    if isinstance(value, numbers.Integral):
-        n = int(value)
-    elif float(value).is_integer():  # 50.0, as JSON clients may send it
-        n = int(value)
-    else:
-        raise ValueError("the row count must be a whole number")
-    if n < 0:
-        raise ValueError("the row count must be ≥ 0")
-    return n
-
-
-class SynthesizerModel(mlflow.pyfunc.PythonModel):
-    """Pyfunc wrapper: ``predict(n)`` → ``synthesizer.sample(n, random_state=params['random_state'])``."""
-
-    # No type hints on purpose: ``requested_rows`` checks the row count itself and the signature has no input schema.
-    # MLflow otherwise warns at class creation ("Add type hints to the `predict` method"), under a filter of its own
-    # that overrides the caller's, on every run that logs a model. The opt-out its own PythonModel subclasses use.
-    _skip_type_hint_validation = True
-
-    def load_context(self, context) -> None:
-        path = context.artifacts[ARTIFACT_KEY]
-        expected = (getattr(context, "model_config", None) or {}).get(DIGEST_KEY)
-        if expected is None or file_sha256(path) != expected:
-            raise ValueError("the synthesizer file (artifacts/model.pkl) does not match the SHA-256 recorded when it "
-                             "was logged: refusing to unpickle it (replaced or damaged)")
-        with open(path, "rb") as f:
-            self.synthesizer = pickle.load(f)  # imports the dpsyn synthesizer class it was saved from
-
-    def predict(self, context, model_input, params: dict[str, Any] | None = None):
-        n = requested_rows(model_input)
-        random_state = (params or {}).get("random_state")
-        return self.synthesizer.sample(n, random_state=None if random_state is None else int(random_state))
-
-
-def signature():
-    """Parameters only: ``random_state`` (an int, default None). No input schema, so the row count
-    may be given in any of the forms ``requested_rows`` accepts; no output schema (it is the table's)."""
+def signature(sample):
+    """Parameters: ``random_state`` (an int, default None); outputs: the columns and types of ``sample``, a frame of
+    synthetic rows (the table's public schema: names and types, no value is recorded). No input schema, so the row
+    count may be given in any of the forms :func:`tasks.synthesizer_model.requested_rows` accepts."""
     from mlflow.models import ModelSignature
     from mlflow.types import ParamSchema, ParamSpec
+    from mlflow.types.utils import _infer_schema
 
-    return ModelSignature(inputs=None, outputs=None, params=ParamSchema([ParamSpec("random_state", "long", None)]))
+    return ModelSignature(inputs=None, outputs=_infer_schema(sample.iloc[:0]) if sample is not None else None,
+                          params=ParamSchema([ParamSpec("random_state", "long", None)]))

@@ -15,7 +15,6 @@ version only when its gate passed (and its release was published).
 from __future__ import annotations
 
 import json
-import logging
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -119,44 +118,45 @@ def set_tags(run_id: str, tags: dict[str, Any]) -> None:
         c.set_tag(run_id, k, str(v))
 
 
-def _pip_requirements() -> list[str]:
-    """What loading the pyfunc model needs, pinned to what logged it (no inference: it costs ~11 s
-    and adds unrelated packages). dpsyn brings torch, pandas and numpy."""
+def _pip_requirements(wheel: Path) -> list[str]:
+    """What the model's own environment installs, pinned to what logged it (no inference: it costs ~11 s and adds
+    unrelated packages): MLflow's client and serving (``mlflow-skinny``), cloudpickle, the runtime a synthesizer
+    samples with, and the dpsyn wheel logged with the model (a path inside the model folder)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from tasks.model_wheel import runtime_requirements
+
     out = []
-    for dist in ("mlflow", "cloudpickle", "dpsyn"):
+    for dist in ("mlflow-skinny", "cloudpickle"):
         try:
             out.append(f"{dist}=={version(dist)}")
         except PackageNotFoundError:
             out.append(dist)
-    return out
-
-
-class _DropNotice(logging.Filter):
-    """MLflow's notice that a ``python_model`` object is cloudpickled: ours is pickled by reference
-    (tasks.pyfunc_model), and the synthesizer itself is a pickle anyway (load only trusted stores)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Passing a Python object as `python_model`" not in record.getMessage()
+    return out + runtime_requirements() + [f"artifacts/{wheel.name}"]
 
 
 def log_model(run_id: str, model_path: str | Path) -> str:
     """Log the pickled synthesizer at ``model_path`` as the run's pyfunc model ``model``; return its URI
     (``models:/<model_id>``), also set as the run tag ``dpsyn.model_uri``.
 
-    The files land under the run's experiment (``.../models/<model_id>/artifacts/``): ``MLmodel``,
-    ``python_model.pkl`` (the wrapper, by reference) and ``artifacts/model.pkl`` (the synthesizer). No
-    input example and no inferred environment: nothing but the fitted model is written.
+    The files land under the run's experiment (``.../models/<model_id>/artifacts/``): ``MLmodel``, the model's code
+    (``synthesizer_model.py``, tasks/synthesizer_model.py), ``artifacts/model.pkl`` (the synthesizer),
+    ``artifacts/dpsyn-…whl`` (the library, tasks/model_wheel.py) and the environment files. The signature's output
+    schema is the table's columns and types, read off one synthetic row (post-processing of the DP model); no input
+    example: nothing but the fitted model and public facts is written.
     """
+    import pickle
+
     import mlflow
     from mlflow.models import Model
 
+    from tasks.model_wheel import build_wheel
     from tasks.pyfunc_model import (
         ARTIFACT_KEY,
         DIGEST_KEY,
         DIGESTS_TAG,
-        SynthesizerModel,
+        MODEL_CODE,
+        WHEEL_KEY,
         artifact_digests,
         file_sha256,
         signature,
@@ -164,26 +164,24 @@ def log_model(run_id: str, model_path: str | Path) -> str:
 
     c = client()
     run = c.get_run(run_id)
+    with open(model_path, "rb") as f:  # this run's own pickle, written by its fit stage
+        synth = pickle.load(f)
+    sample = synth.sample(1, random_state=0)  # for the output schema's names and types only
     # Created here so that it belongs to the run's experiment: Model.log would put it in the
     # process's active experiment (the Default one, with artifacts under ./mlruns).
     logged = c.create_logged_model(run.info.experiment_id, name=MODEL_ARTIFACT, source_run_id=run_id,
                                    tags={"dpsyn.kind": "synthesizer"})
-    notice = _DropNotice()
-    pyfunc_logger = logging.getLogger("mlflow.pyfunc")
-    pyfunc_logger.addFilter(notice)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "no input example": on purpose, never real rows
-            # mlflow.pyfunc.log_model with the run made explicit: pyfunc.log_model takes the run only
-            # from the (thread-local) active run, which this adapter never sets.
-            info = Model.log(
-                None, name=MODEL_ARTIFACT, flavor=mlflow.pyfunc, run_id=run_id, model_id=logged.model_id,
-                python_model=SynthesizerModel(), artifacts={ARTIFACT_KEY: str(model_path)},
-                pip_requirements=_pip_requirements(), signature=signature(),
-                model_config={DIGEST_KEY: file_sha256(model_path)},
-            )
-    finally:
-        pyfunc_logger.removeFilter(notice)
+    with tempfile.TemporaryDirectory(prefix="dpsyn-wheel-") as wheel_dir, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "no input example": on purpose, never real rows
+        wheel = build_wheel(wheel_dir)
+        # mlflow.pyfunc.log_model with the run made explicit: pyfunc.log_model takes the run only
+        # from the (thread-local) active run, which this adapter never sets.
+        info = Model.log(
+            None, name=MODEL_ARTIFACT, flavor=mlflow.pyfunc, run_id=run_id, model_id=logged.model_id,
+            python_model=str(MODEL_CODE), artifacts={ARTIFACT_KEY: str(model_path), WHEEL_KEY: str(wheel)},
+            pip_requirements=_pip_requirements(wheel), signature=signature(sample),
+            model_config={DIGEST_KEY: file_sha256(model_path)},
+        )
     from mlflow.artifacts import download_artifacts
 
     with tempfile.TemporaryDirectory() as tmp:  # the digests of what the store now holds, kept in the tracking DB

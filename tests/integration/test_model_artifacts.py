@@ -39,7 +39,7 @@ def registered(tmp_path, monkeypatch, adult_sample, adult_schema):
     version = tracking.register_model(run_id, "dpsyn-artifact-check", {}, model_uri=uri)
     c = tracking.client()
     store = Path(c.get_logged_model(uri.removeprefix("models:/")).artifact_location.removeprefix("file://"))
-    assert (store / "artifacts" / "model.pkl").is_file() and (store / "python_model.pkl").is_file()
+    assert (store / "artifacts" / "model.pkl").is_file() and (store / "synthesizer_model.py").is_file()
     return f"models:/dpsyn-artifact-check/{version}", store
 
 
@@ -65,12 +65,12 @@ def test_a_replaced_synthesizer_pickle_is_refused_before_it_runs(registered, tmp
     assert not marker.exists()
 
 
-def test_a_replaced_wrapper_is_refused_by_the_verified_loader(registered, tmp_path):
+def test_a_replaced_model_code_file_is_refused_by_the_verified_loader(registered, tmp_path):
     from tasks.pyfunc_model import load_verified
 
     uri, store = registered
     marker = tmp_path / "ran"
-    (store / "python_model.pkl").write_bytes(pickle.dumps(_Touch(marker)))
-    with pytest.raises(ValueError, match="python_model.pkl .*does not match"):
+    (store / "synthesizer_model.py").write_text(f"from pathlib import Path\nPath({str(marker)!r}).touch()\n")
+    with pytest.raises(ValueError, match="synthesizer_model.py .*does not match"):
         load_verified(uri)
-    assert not marker.exists()  # (plain mlflow.pyfunc.load_model would unpickle it: docs/operations.md)
+    assert not marker.exists()  # (plain mlflow.pyfunc.load_model would run it: docs/operations.md)
