@@ -51,6 +51,36 @@ def test_noise_lines_catches_what_demo_printed():
     assert noise_lines(ok) == []
 
 
+def _trie_pattern(words: list[bytes]) -> bytes:
+    """A regex alternation of ``words`` factored as a trie, so re tries one trie at each position of a store rather
+    than every word."""
+    root: dict = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[None] = {}
+
+    def pattern(node: dict) -> bytes:
+        end = None in node
+        alts = [re.escape(bytes([ch])) + pattern(child) for ch, child in sorted((k, v) for k, v in node.items()
+                                                                                 if k is not None)]
+        if not alts:
+            return b""
+        body = alts[0] if len(alts) == 1 and not end else b"(?:" + b"|".join(alts) + b")"
+        return body + (b"?" if end else b"")
+
+    return pattern(root)
+
+
+def test_the_trie_pattern_finds_every_word_and_nothing_else():
+    words = [b"ann lee", b"ann leeds", b"a@b.co", b"078-05-1121", b"annex"]
+    rx = re.compile(_trie_pattern(words))
+    for w in words:
+        assert rx.search(b"xx " + w + b" yy") is not None and rx.fullmatch(w) is not None
+    assert rx.search(b"ann le") is None and rx.search(b"a@b.c") is None and rx.search(b"078-05-112") is None
+
+
 def test_demo_leaks_no_identifier(tmp_path):
     from dpsyn.demo import build_demo_input
 
@@ -83,6 +113,7 @@ def test_demo_leaks_no_identifier(tmp_path):
     tokens = sorted({v for v in seeded if v not in whole and v.isalpha() and len(v) >= 3})
     assert len(whole) > 500 and len(tokens) > 100
     token_re = re.compile(rb"(?<![A-Za-z])(" + b"|".join(re.escape(t.encode()) for t in tokens) + rb")(?![A-Za-z])")
+    whole_re = re.compile(_trie_pattern([v.encode() for v in whole]))
     # Full values are searched everywhere: the output, the MLflow store (db and artifacts) and
     # Prefect's home. Single tokens only in the output: Prefect's and MLflow's own text holds
     # ordinary words that are also surnames ("Key", "Becker" in Adult's citation).
@@ -92,7 +123,7 @@ def test_demo_leaks_no_identifier(tmp_path):
         for f in _files(root):
             blob = f.read_bytes()
             low = blob.lower()
-            hit = next((v for v in whole if v.encode() in low), None)
+            hit = whole_re.search(low)  # every whole value, in one pass (16,000 `in` scans of the stores took 60 s)
             if hit is None and root == out:
                 hit = token_re.search(blob)
             if hit:
