@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import signal
 import socket
 import subprocess
@@ -127,3 +128,4 @@ def test_the_champion_serves_and_loads_in_an_environment_of_its_own_requirements
     finally:
         _stop(serve)
         _stop(store)
+        shutil.rmtree(tmp_path / "envs", ignore_errors=True)  # about 1 GB (torch)
