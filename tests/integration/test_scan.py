@@ -109,7 +109,7 @@ def test_scrub_text_output(app, runner, inputs, tmp_path):
     out = tmp_path / "clean.csv"
     res = runner.invoke(app, ["scrub", "--data", str(data), "--schema", str(schema), "--out", str(out)])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith(f"wrote {out}: 3 rows")
+    assert res.stdout.startswith(f"wrote {out}: 3 rows")  # the progress display is on stderr
     assert out.is_file() and _no_value(out.read_text(), SEEDED) == []
 
 
