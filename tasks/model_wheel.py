@@ -21,22 +21,27 @@ import zipfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["RUNTIME", "build_wheel", "runtime_requirements"]
+__all__ = ["RUNTIME", "build_wheel", "pinned", "runtime_requirements"]
 
 #: distributions a fitted synthesizer needs to be unpickled and sampled (torch for the DP-SGD models and pgm's task
 #: model; pyarrow for pandas' string columns; scipy for the generators' helpers)
 RUNTIME = ("numpy", "pandas", "pyarrow", "scipy", "pydantic", "pyyaml", "torch")
 
 
-def runtime_requirements() -> list[str]:
-    """:data:`RUNTIME`, each pinned to the installed version."""
+def pinned(dists) -> list[str]:
+    """Each distribution pinned to its installed version (unpinned where it is not installed)."""
     out = []
-    for dist in RUNTIME:
+    for dist in dists:
         try:
             out.append(f"{dist}=={version(dist)}")
         except PackageNotFoundError:
             out.append(dist)
     return out
+
+
+def runtime_requirements() -> list[str]:
+    """:data:`RUNTIME`, each pinned to the installed version."""
+    return pinned(RUNTIME)
 
 
 def _package_files() -> list[tuple[str, bytes]]:

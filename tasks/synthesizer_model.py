@@ -20,7 +20,6 @@ budget. ``load_context`` checks ``model.pkl`` against the SHA-256 in the model's
 
 from __future__ import annotations
 
-import hashlib
 import numbers
 import pickle
 from typing import Any
@@ -32,14 +31,6 @@ import pandas as pd
 ARTIFACT_KEY = "synthesizer"
 WHEEL_KEY = "dpsyn_wheel"
 DIGEST_KEY = "dpsyn_model_sha256"  # in the logged model's config: the synthesizer pickle's SHA-256
-
-
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def requested_rows(model_input: Any) -> int:
@@ -85,9 +76,11 @@ class SynthesizerModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context) -> None:
+        from dpsyn.io import file_sha256  # dpsyn is installed beside the model (its wheel): the one file hasher
+
         path = context.artifacts[ARTIFACT_KEY]
         expected = (getattr(context, "model_config", None) or {}).get(DIGEST_KEY)
-        if expected is None or _sha256(path) != expected:
+        if expected is None or file_sha256(path) != expected:
             raise ValueError("the synthesizer file (artifacts/model.pkl) does not match the SHA-256 recorded when it "
                              "was logged: refusing to unpickle it (replaced or damaged)")
         with open(path, "rb") as f:

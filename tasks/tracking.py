@@ -122,17 +122,9 @@ def _pip_requirements(wheel: Path) -> list[str]:
     """What the model's own environment installs, pinned to what logged it (no inference: it costs ~11 s and adds
     unrelated packages): MLflow's client and serving (``mlflow-skinny``), cloudpickle, the runtime a synthesizer
     samples with, and the dpsyn wheel logged with the model (a path inside the model folder)."""
-    from importlib.metadata import PackageNotFoundError, version
+    from tasks.model_wheel import pinned, runtime_requirements
 
-    from tasks.model_wheel import runtime_requirements
-
-    out = []
-    for dist in ("mlflow-skinny", "cloudpickle"):
-        try:
-            out.append(f"{dist}=={version(dist)}")
-        except PackageNotFoundError:
-            out.append(dist)
-    return out + runtime_requirements() + [f"artifacts/{wheel.name}"]
+    return pinned(("mlflow-skinny", "cloudpickle")) + runtime_requirements() + [f"artifacts/{wheel.name}"]
 
 
 def log_model(run_id: str, model_path: str | Path) -> str:

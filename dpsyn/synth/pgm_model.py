@@ -22,9 +22,10 @@ __all__ = ["Compression", "GraphicalModel", "estimate_model", "junction_tree_cel
 
 #: XLA's backend optimisation level for the many small programs mbi compiles (a few hundred per fit, each op and
 #: shape its own): at level 0 a process that fits pgm on 1,000 Adult rows at ε = 3 took 31 s instead of 38 s (median
-#: of 4 pairs), a full Adult fit (32,561 rows) 65 s against 62 s and diabetes130 (57,214 rows) 124 s against 147 s
-#: (single runs; docs/operations.md, "Fixed costs"). Set only when the process has no XLA_FLAGS of its own, before
-#: JAX starts its backend.
+#: of 4 A/B pairs); a full Adult fit (32,561 rows) took 65 s against 62 s (single runs: within the machine's noise);
+#: diabetes130 (57,214 rows) 124 s against 147 s, but that baseline shared the machine with a test run, so it shows
+#: only that large fits are not much slower. Set only when the process has no XLA_FLAGS of its own, before JAX
+#: starts its backend.
 XLA_FLAGS = "--xla_backend_optimization_level=0"
 
 

@@ -34,3 +34,17 @@ def test_the_wheel_holds_dpsyn_only_and_is_reproducible(tmp_path):
             data = z.read(name)
             want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             assert digest == f"sha256={want}" and int(size) == len(data)
+
+
+def test_the_model_code_and_the_adapter_name_the_same_artifacts():
+    """tasks/synthesizer_model.py (the logged model's code) cannot import tasks.pyfunc_model, so both spell the
+    artifact keys and the digest key: they must agree, read without running the code file."""
+    import ast
+
+    from tasks import pyfunc_model
+
+    tree = ast.parse(pyfunc_model.MODEL_CODE.read_text())
+    consts = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)}
+    for name in ("ARTIFACT_KEY", "WHEEL_KEY", "DIGEST_KEY"):
+        assert consts[name] == getattr(pyfunc_model, name), name
