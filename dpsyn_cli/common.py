@@ -274,6 +274,13 @@ def handle(fn, *, as_json: bool, verbose: bool, progress: str | None = None):
         raise
     except KeyboardInterrupt:
         raise fail("interrupted; nothing was published", EXIT_CHECK, as_json=as_json) from None
+    except ModuleNotFoundError as e:
+        if str(e.name).split(".")[0] not in ("flows", "tasks"):
+            raise fail("the run failed with ModuleNotFoundError; nothing was published (rerun with --verbose for "
+                       "details)", EXIT_CHECK, as_json=as_json) from None
+        raise fail("this command needs dpsyn's repository checkout (its flows/ and tasks/ folders are not "
+                   "installed): install dpsyn from the checkout with `pip install -e .` and run it there",
+                   EXIT_INPUT, as_json=as_json) from None
     except Exception as e:  # an unexpected failure: say what kind, never echo its text (it may hold values)
         if verbose:
             import traceback
