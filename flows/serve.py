@@ -5,8 +5,8 @@ The deployments are read from ``deployments/prefect.yaml``, so both ways of runn
 the same names, descriptions, tags, parameters, cron schedules in their time zones and concurrency limits.
 ``prefect.serve`` needs no work pool and no worker: this process polls for scheduled runs and starts each in a
 subprocess, in the repository (``$DPSYN_REPO``, else this checkout: the YAML's ``set_working_directory``), with
-the YAML's ``job_variables.env`` set in its environment (``PREFECT_LOGGING_EXTRA_LOGGERS=dpsyn``: dpsyn's log
-lines reach the run's logs in the UI). The work pool itself is ignored here.
+the YAML's ``job_variables.env`` set in its environment (``PREFECT_LOGGING_EXTRA_LOGGERS=dpsyn`` and
+``DPSYN_LOG_LEVEL=INFO``: dpsyn's log lines reach the run's logs in the UI). The work pool itself is ignored here.
 
 ``build_deployments()`` only builds the deployment objects (no server needed); ``main()`` serves them.
 """

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-__all__ = ["FIT_TIMEOUT_S", "FLOW_TIMEOUT_S", "PRIVATE", "flow_run_name", "private_task"]
+__all__ = ["FIT_TIMEOUT_S", "FLOW_TIMEOUT_S", "LOG_LEVEL_ENV", "PRIVATE", "flow_run_name", "private_task"]
+
+#: The level of dpsyn's log lines in a flow run (the deployments set INFO). PREFECT_LOGGING_EXTRA_LOGGERS=dpsyn
+#: hands the ``dpsyn`` logger Prefect's API handler but leaves its level unset, so Prefect's root level (WARNING)
+#: would drop every INFO line before it reached the run's logs. Unset (the CLI): the level is left alone.
+LOG_LEVEL_ENV = "DPSYN_LOG_LEVEL"
+if os.environ.get(LOG_LEVEL_ENV):
+    logging.getLogger("dpsyn").setLevel(os.environ[LOG_LEVEL_ENV].upper())
 
 #: Tasks that touch rows or spend budget: no cache, no persisted result, no retry.
 PRIVATE = dict(cache_policy=NO_CACHE, persist_result=False, retries=0)

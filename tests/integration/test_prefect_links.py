@@ -107,7 +107,7 @@ def test_serve_builds_the_deployments_of_prefect_yaml():
             (s["cron"], s["timezone"], s["active"]) for s in want["schedules"]]
     monitor = built["monitor-drift-monthly"]
     assert monitor.concurrency_limit == 1 and monitor.concurrency_options.collision_strategy.value == "ENQUEUE"
-    assert serve.deployment_env() == {"PREFECT_LOGGING_EXTRA_LOGGERS": "dpsyn"}
+    assert serve.deployment_env() == {"PREFECT_LOGGING_EXTRA_LOGGERS": "dpsyn", "DPSYN_LOG_LEVEL": "INFO"}
 
 
 def test_links_are_the_ui_pages_for_a_server_and_uris_otherwise(monkeypatch):
