@@ -178,29 +178,43 @@ def _kernel_smoother(m: int, width: int) -> np.ndarray:
     return s / s.sum(axis=1, keepdims=True)
 
 
-#: The widths :func:`smooth_ordered` chooses among (0: no smoothing).
-SMOOTHING_WIDTHS = (0, 1, 2, 3, 4)
+#: The widths :func:`smooth_ordered` chooses among (0: no smoothing): at most 1, so a peak (a count of 0 children,
+#: a birth-year tail that carries the label) is never spread over more than its neighbours.
+SMOOTHING_WIDTHS = (0, 1)
 
 
-def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | None = None) -> np.ndarray:
+def _bin_widths(col) -> np.ndarray | None:
+    """The widths of an ordered column's bins (its public edges), None for a categorical column."""
+    if col.kind.value == "categorical" or col.edges is None:
+        return None
+    w = np.diff(np.asarray(col.edges, dtype=np.float64))
+    return np.where(w > 0, w, 1.0)
+
+
+def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | None = None,
+                   bin_widths: np.ndarray | None = None) -> np.ndarray:
     """An ordered column's noisy counts smoothed over neighbouring bins (post-processing of the release).
 
-    The first ``ordered`` counts (its bins; a missing code after them is left alone) are multiplied by a
-    binomial-kernel smoother S of half-width ``width``; with ``width=None`` the width minimising Stein's
-    unbiased risk estimate ‖y − Sy‖² + 2σ²·tr(S) is chosen from :data:`SMOOTHING_WIDTHS` (σ = ``std``, the
-    public noise std per cell; the estimate reads only the noisy counts). Where the noise hides a bin (a tail
-    bin of a small table) smoothing lends it its neighbours' mass; where the counts stand clear of the noise
-    (a peak at 0, a large table) the estimate keeps the width 0.
+    The density of the first ``ordered`` counts (count / bin width, ``bin_widths`` from the schema's public
+    edges; equal widths without them) is multiplied by a binomial-kernel smoother S of half-width ``width`` and
+    turned back into counts: A = W·S·W⁻¹ on the counts (a missing code after the bins is left alone), so bins of
+    unequal width (margins to the bounds, geometric edges) are smoothed as a density, not as an index. With
+    ``width=None`` the width minimising Stein's unbiased risk estimate ‖y − Ay‖² + 2σ²·tr(A) is chosen from
+    :data:`SMOOTHING_WIDTHS` (σ = ``std``, the public noise std per cell; the estimate reads only the noisy
+    counts). Where the noise hides a bin (a tail bin of a small table) smoothing lends it its neighbours' density;
+    where the counts stand clear of the noise (a peak at 0, a large table) the estimate keeps the width 0.
     """
     if ordered < 3:
         return noisy
     y = np.asarray(noisy[:ordered], dtype=np.float64)
+    bw = np.ones(ordered) if bin_widths is None else np.asarray(bin_widths[:ordered], dtype=np.float64)
     widths = SMOOTHING_WIDTHS if width is None else (width,)
     best, best_risk = y, math.inf
     for h in widths:
         sm = _kernel_smoother(ordered, h) if h else np.eye(ordered)
-        fit = sm @ y
-        risk = float(np.sum((y - fit) ** 2) + 2 * std * std * np.trace(sm))
+        a = bw[:, None] * sm / bw[None, :]
+        fit = a @ y
+        risk = float(np.sum((y - fit) ** 2) + 2 * std * std * np.trace(a))
         if risk < best_risk:
             best, best_risk = fit, risk
     out = np.array(noisy, dtype=np.float64)
@@ -323,8 +337,8 @@ class PGM(Synthesizer):
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1,
                           person_level=person)
         if cfg.smoothing != 0:
-            noisy1 = [smooth_ordered(c, _ordered_codes(col), sj, cfg.smoothing) for c, sj, col in zip(
-                noisy1, std1, self.encoder_.columns, strict=True)]
+            noisy1 = [smooth_ordered(c, _ordered_codes(col), sj, cfg.smoothing, _bin_widths(col))
+                      for c, sj, col in zip(noisy1, std1, self.encoder_.columns, strict=True)]
         comp = Compression(noisy1, [threshold * s for s in std1], std1)
         csizes = comp.sizes
         cc = comp.compress(codes)

@@ -43,3 +43,21 @@ def test_the_fit_smooths_only_when_asked_and_spends_the_same_budget():
     assert off.privacy_["epsilon_spent"] == on.privacy_["epsilon_spent"]
     counts = [np.bincount(m.sample(4000, random_state=0)["x"].astype(int), minlength=10) for m in (off, on)]
     assert np.abs(counts[0] - counts[1]).sum() > 400  # the smoothed release changed the fitted x marginal
+
+
+def test_unequal_bins_are_smoothed_as_a_density_not_as_an_index():
+    """Counts proportional to the bins' widths are a flat density: smoothing the density keeps them, smoothing
+    over the bin index would move count from the wide bins to the narrow ones."""
+    widths = np.array([1.0, 1, 4, 4, 1, 1, 2])
+    flat_density = 10 * widths
+    assert np.allclose(smooth_ordered(flat_density, 7, 1.0, 1, widths), flat_density)
+    assert not np.allclose(smooth_ordered(flat_density, 7, 1.0, 1), flat_density)
+
+
+def test_sure_chooses_at_most_width_one():
+    from dpsyn.synth.pgm import SMOOTHING_WIDTHS
+
+    assert SMOOTHING_WIDTHS == (0, 1)
+    rng = np.random.default_rng(1)
+    noisy = 20 + rng.normal(0, 50, 12)
+    assert np.allclose(smooth_ordered(noisy, 12, 50.0), smooth_ordered(noisy, 12, 50.0, 1))
