@@ -133,6 +133,15 @@ def _epsilon_of(name: str, entries: list[tuple[float, float, int]], delta: float
     return _epsilon_of_cached(name, tuple((float(s), float(q), int(t)) for s, q, t in entries), float(delta))
 
 
+def _search_epsilon_of(name: str, entries: list[tuple[float, float, int]], delta: float) -> float:
+    """:func:`_epsilon_of` for the σ searches only, memoised across processes (:mod:`dpsyn.privacy.memo`: a wrong
+    memo can only move the search's answer; every budget check composes afresh and refuses an overspend)."""
+    from dpsyn.privacy.memo import memoised
+
+    return memoised(_epsilon_of_cached, name, tuple((float(s), float(q), int(t)) for s, q, t in entries),
+                    float(delta))
+
+
 @functools.lru_cache(maxsize=4096)
 def _epsilon_of_cached(name: str, entries: tuple[tuple[float, float, int], ...], delta: float) -> float:
     if not entries:
@@ -320,7 +329,7 @@ class PrivacyAccountant:
         if sample_rate == 1.0 and steps == 1:
             return k * self._search(lambda s: analytic_gaussian_epsilon(s, delta=self.mechanism_delta), goal,
                                     lo=0.05, hi=1e6)
-        return k * self._search(lambda s: _epsilon_of(self.name, [(s, q, steps)], self.mechanism_delta), goal)
+        return k * self._search(lambda s: _search_epsilon_of(self.name, [(s, q, steps)], self.mechanism_delta), goal)
 
     def calibrate(self, *, sample_rate: float, steps: int, label: str = "dpsgd", person_level: bool = False) -> float:
         """Smallest (row-level) noise multiplier for ``steps`` steps at ``sample_rate`` that keeps the run within
@@ -338,7 +347,7 @@ class PrivacyAccountant:
         # aim a hair below the target: the PRV composition of the recorded history (other order, other step
         # counts) can differ from the planned one in the 4th digit, and check() must never find ε above target
         sigma = k * self._search(
-            lambda s: _epsilon_of(self.name, base + [(s, q, steps)], self.mechanism_delta),
+            lambda s: _search_epsilon_of(self.name, base + [(s, q, steps)], self.mechanism_delta),
             self.target_epsilon * (1 - _CALIBRATION_SLACK)
         )
         logger.info("privacy: calibrated %s σ=%.4f for q=%.4g, %d steps", label, sigma, sample_rate, steps)
