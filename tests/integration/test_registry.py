@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from loose_gate import LOOSE
 
 from dpsyn.config import SynthesizeConfig
 from dpsyn.errors import GateFailedError
@@ -17,13 +18,15 @@ pytestmark = pytest.mark.slow
 
 NAME = "dpsyn-adult"
 # Registry behaviour, not model quality: one epoch, no utility check, and a gate that passes on purpose
-# (loosest thresholds) or fails on purpose (thresholds no table meets, no noise margin; as test_flow.py).
+# (every family loosened: tests/loose_gate.py) or fails on purpose (thresholds no table meets, no noise margin; as
+# test_flow.py). The run's noise is secure and unseeded, so a gate that still judged tails or constants failed
+# one-epoch tables on some draws (CI, tests/unit/validation/test_loose_gate.py).
 FAST = {"task_epochs": 1}
-PASSING_GATE = {"utility": False, "ks_threshold": 1.0, "tvd_threshold": 1.0, "pair_tvd_threshold": 1.0}
+PASSING_GATE = {**LOOSE, "utility": False}
 FAILING_GATE = {"utility": False, "ks_threshold": 1e-6, "tvd_threshold": 1e-6, "noise_margin": 0}
 
 
-def _config(data, out, seed, **kw):
+def _config(data, out, **kw):
     base = dict(data=data, table_schema="adult", out=out, experiment="registry", synthesizer_config=FAST,
                 validation=PASSING_GATE, privacy={"epsilon": 1.0})
     base.update(kw)
@@ -38,10 +41,10 @@ def three_runs(prefect_harness, small_adult, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("registry")
     budget = {"population": "registry-test", "ledger_url": f"sqlite:///{tmp / 'budget.db'}"}
-    first = synthesize(_config(small_adult, tmp / "a", 11, budget=budget))
-    second = synthesize(_config(small_adult, tmp / "b", 12, budget=budget))
+    first = synthesize(_config(small_adult, tmp / "a", budget=budget))
+    second = synthesize(_config(small_adult, tmp / "b", budget=budget))
     with pytest.raises(GateFailedError):
-        synthesize(_config(small_adult, tmp / "c", 13, validation=FAILING_GATE, budget=budget))
+        synthesize(_config(small_adult, tmp / "c", validation=FAILING_GATE, budget=budget))
     assert not (tmp / "c").exists()
     c = client()
     exp = c.get_experiment_by_name("registry")
