@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -123,8 +124,11 @@ def _rdp_epsilon(entries, delta: float, orders: tuple[float, ...] | None) -> flo
     from opacus.accountants.analysis import rdp
 
     total = sum([_rdp_per_step(float(s), float(q), orders) * t for s, q, t in entries])
-    eps, _ = rdp.get_privacy_spent(orders=RDPAccountant.DEFAULT_ALPHAS if orders is None else list(orders),
-                                   rdp=total, delta=delta)
+    with warnings.catch_warnings():  # optimum at the largest order (a very noisy mechanism): the bound there is
+        # still an upper bound on ε, only not the tightest one; nothing for a user to act on
+        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha", category=UserWarning)
+        eps, _ = rdp.get_privacy_spent(orders=RDPAccountant.DEFAULT_ALPHAS if orders is None else list(orders),
+                                       rdp=total, delta=delta)
     return float(eps)
 
 
@@ -152,7 +156,8 @@ def _epsilon_of_cached(name: str, entries: tuple[tuple[float, float, int], ...],
         if name == "rdp":
             # Opacus' default orders stop at 63, which cannot certify ε below ~0.2 at δ=1e-5.
             return _rdp_epsilon(entries, delta, tuple(_RDP_ORDERS))
-        return float(acct.get_epsilon(delta=delta))
+        with np.errstate(divide="ignore", invalid="ignore"):  # PRV's log(1 − q) at q = 1: the branch np.where drops
+            return float(acct.get_epsilon(delta=delta))
     except (MemoryError, OverflowError, ValueError):
         # PRV's discretisation blows up for very small σ: such a mechanism is far over any budget.
         return math.inf
