@@ -190,7 +190,7 @@ def _merged(base: dict, **given) -> dict:
 
 
 def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: float | None, delta: float | None,
-                 overwrite: bool, accept_ungated: bool, as_json: bool, verbose: bool, started: float,
+                 overwrite: bool, allow_uninformative: bool, as_json: bool, verbose: bool, started: float,
                  conflicting: dict) -> None:
     """``dpsyn run --dataset``: the related-tables run (dpsyn.relational.run_dataset)."""
 
@@ -209,18 +209,22 @@ def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: 
         if epsilon is not None and not epsilon > 0:
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
         privacy = {"epsilon": 1.0 if epsilon is None else epsilon, "delta": delta}
-        return run_dataset(dataset, data, out, privacy=privacy, overwrite=overwrite, accept_ungated=accept_ungated)
+        return run_dataset(dataset, data, out, privacy=privacy, overwrite=overwrite,
+                           allow_uninformative=allow_uninformative)
 
     manifest = handle(go, as_json=as_json, verbose=verbose, progress=f"dataset {dataset}")
     p = manifest["privacy"]
     if as_json:
         typer.echo(json.dumps({"output": str(out), "epsilon_spent": p["epsilon_spent"], "delta": p["delta"],
                                "neighbouring": p["neighbouring"], "tables": manifest["tables"],
+                               "gate": manifest["gate"]["verdict"],
                                "seconds": round(time.time() - started, 1)}))
     else:
         rows = ", ".join(f"{t} {v['rows']:,} rows" for t, v in manifest["tables"].items())
         typer.echo(f"published {out} ({rows})\n  ε spent {p['epsilon_spent']:.4f} at δ={p['delta']:g} "
-                   f"({p['accountant']}), for {p['neighbouring']}\n  not gated, not watermarked (related tables)")
+                   f"({p['accountant']}), for {p['neighbouring']}\n  gate across tables: {manifest['gate']['verdict']}"
+                   f" ({manifest['gate']['checks']} checks; report {out / 'validation_report.html'}); every table "
+                   "watermarked and recorded in the lineage ledger")
 
 
 @app.command()
@@ -232,9 +236,10 @@ def run(
     dataset: Annotated[str | None, typer.Option(
         "--dataset", help="A dataset schema (YAML path or shipped name, e.g. synthea): related tables keyed to a "
                           "persons' table, synthesized with a per-person guarantee; one file per table.")] = None,
-    accept_ungated: Annotated[bool, typer.Option(
-        "--accept-ungated", help="With --dataset: publish without the validation gate and watermark, which related "
-                                 "tables do not have yet.")] = False,
+    allow_uninformative: Annotated[bool, typer.Option(
+        "--allow-uninformative", help="With --dataset: publish a dataset too small for the gate across tables to "
+                                      "judge at this ε (the manifest says so); a failing gate still publishes "
+                                      "nothing.")] = False,
     epsilon: Annotated[float | None, typer.Option(
         "--epsilon", help="Total privacy budget ε for the run (> 0; default 1).")] = None,
     delta: DeltaOpt = None,
@@ -256,7 +261,7 @@ def run(
     set_env_defaults(verbose)
     if dataset is not None:
         _run_dataset(dataset, data, out, epsilon=epsilon, delta=delta, overwrite=overwrite,
-                     accept_ungated=accept_ungated, as_json=as_json, verbose=verbose, started=started,
+                     allow_uninformative=allow_uninformative, as_json=as_json, verbose=verbose, started=started,
                      conflicting={"--schema": schema, "--synthesizer": synthesizer, "--epochs": epochs,
                                   "--rules": rules, "--config": config})
         return

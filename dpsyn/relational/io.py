@@ -32,14 +32,20 @@ def read_dataset(dataset: DatasetSchema, folder: str | Path, *,
 
 
 def write_dataset(tables: dict[str, pd.DataFrame], dest: str | Path, *, manifest: dict | None = None,
-                  overwrite: bool = False) -> Path:
-    """Write one CSV per table (and ``manifest.json``) into a staging folder, then move it to ``dest`` in one
-    rename: a reader sees all tables or none."""
+                  overwrite: bool = False, files: dict[str, str] | None = None, before_publish=None) -> Path:
+    """Write one CSV per table, ``manifest.json`` and the text ``files`` (name → content) into a staging folder,
+    then move it to ``dest`` in one rename: a reader sees all tables or none. ``before_publish(stage)`` runs after
+    every file is written and before the rename (e.g. to record the files' hashes); if it raises, nothing is
+    published."""
     dest = Path(dest)
     with staged_dir(dest, overwrite=overwrite) as stage:
         for name, df in tables.items():
             df.to_csv(stage / f"{name}.csv", index=False)
+        for name, text in (files or {}).items():
+            (stage / name).write_text(text, encoding="utf-8")
         if manifest is not None:
             (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str),
                                                  encoding="utf-8")
+        if before_publish is not None:
+            before_publish(stage)
     return dest

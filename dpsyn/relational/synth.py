@@ -53,6 +53,8 @@ __all__ = ["RelationalConfig", "RelationalSynthesizer", "budget_shares", "create
 logger = logging.getLogger(__name__)
 
 TOTAL_LABEL = "relational.total"
+#: Share of the run's δ set aside for the gate's count lower bounds (split over the tables).
+GATE_TAIL = 0.1
 
 
 class RelationalConfig(BaseModel):
@@ -76,10 +78,16 @@ class RelationalConfig(BaseModel):
         return self
 
 
-def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig) -> dict[str, float]:
-    """The public split of the run's budget (shares of 1/σ_total², summing to 1): a fixed share per selected
-    column, then ``persons_share`` of the rest for the persons' table and equal parts for the child tables."""
-    shares = {f"select.{c.name}.{col}": cfg.selection_share for c in dataset.children for col in c.ref.select}
+def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig, gate_share: float = 0.0) -> dict[str, float]:
+    """The public split of the run's budget (shares of 1/σ_total², summing to 1): ``gate_share`` for the
+    validation gate in equal parts per table (``gate.<table>``: :mod:`dpsyn.relational.gate`), a fixed share per
+    selected column, then ``persons_share`` of the rest for the persons' table and equal parts for the child
+    tables."""
+    if not 0 <= gate_share < 0.5:
+        raise ConfigError(f"the gate's share of the budget must be in [0, 0.5), got {gate_share}")
+    shares = {f"gate.{t}": gate_share / len(dataset.tables()) for t in dataset.tables()} if gate_share else {}
+    shares |= {f"select.{c.name}.{col}": cfg.selection_share * (1 - gate_share)
+               for c in dataset.children for col in c.ref.select}
     rest = 1.0 - sum(shares.values())
     if rest <= 0.2:
         raise ConfigError("selection shares leave too little budget: lower selection_share")
@@ -115,9 +123,10 @@ class RelationalSynthesizer:
 
     # -- fit ---------------------------------------------------------------------------------
     def fit(self, tables: dict[str, pd.DataFrame], dataset: DatasetSchema, *,
-            accountant: PrivacyAccountant | None = None) -> RelationalSynthesizer:
+            accountant: PrivacyAccountant | None = None, gate_share: float = 0.0) -> RelationalSynthesizer:
         """Fit on the private tables (name → frame, as :func:`dpsyn.relational.read_dataset` returns them;
-        not modified). Returns ``self``."""
+        not modified). ``gate_share`` of the budget is left for :func:`dpsyn.relational.gate_dataset` (its count
+        lower bounds' tail δ reserved here, before any mechanism). Returns ``self``."""
         from dpsyn.synth import create
 
         missing = [t for t in dataset.tables() if t not in tables]
@@ -130,30 +139,22 @@ class RelationalSynthesizer:
                                            unit=dataset.unit, relation=dataset.relation())
         noise = NoiseSource(secure=priv.secure_rng, seed=derive_seed(priv.noise_seed, "relational"))
         self.dataset_ = dataset
-        shares = budget_shares(dataset, cfg)
+        shares = budget_shares(dataset, cfg, gate_share)
         n_select = sum(len(c.ref.select) for c in dataset.children)
         if n_select:
             accountant.reserve_tail(cfg.selection_tail * accountant.delta)
+        self.gate_z_ = None
+        if gate_share:  # the gate's count lower bounds: each fails with probability ≤ its part of the tail
+            from scipy.stats import norm
+
+            accountant.reserve_tail(GATE_TAIL * accountant.delta)
+            self.gate_z_ = float(norm.isf(GATE_TAIL * accountant.delta / len(dataset.tables())))
         sigma_total = accountant.calibrate(sample_rate=1.0, steps=1, label=TOTAL_LABEL, person_level=True)
         self.shares_ = shares
+        self.sigma_total_ = sigma_total
 
         # 1. persons and their codes; bounded children
-        root_df = tables[dataset.root.name]
-        key = dataset.person.key
-        codes = person_codes(root_df[key], noise)
-        one = bound_contributions(codes, 1, noise)  # a key that repeats is one person: one of its rows
-        root_df, root_codes = root_df.loc[one].reset_index(drop=True), codes[one]
-        keys = root_df[key].astype("string")
-        known = keys.notna().to_numpy()  # a person without a key is a person of their own, with no child rows
-        lookup = pd.Series(root_codes[known], index=keys[known].to_numpy())
-        children: dict[str, tuple[pd.DataFrame, np.ndarray]] = {}
-        for c in dataset.children:
-            df = tables[c.name]
-            pc = lookup.reindex(df[c.ref.foreign_key].astype("string").to_numpy()).to_numpy()
-            known = ~pd.isna(pc)
-            df, pc = df.loc[known].reset_index(drop=True), pc[known].astype(np.int64)
-            keep = bound_contributions(pc, c.k, noise)
-            children[c.name] = (df.loc[keep].reset_index(drop=True), pc[keep])
+        root_df, root_codes, children = bound_tables(tables, dataset, noise)
 
         # 2. DP selection of the declared text columns' domains
         self.domains_: dict[str, dict[str, list[str]]] = {}
@@ -169,10 +170,7 @@ class RelationalSynthesizer:
 
         # 3. the persons' table with rows-per-person columns
         root_schema = self._root_schema(dataset)
-        frame = root_df.copy()
-        for c in dataset.children:
-            frame[c.count_column] = np.bincount(children[c.name][1], minlength=len(root_df))[root_codes].astype(
-                np.float64)
+        frame = root_frame(dataset, root_df, root_codes, {c: pc for c, (_, pc) in children.items()})
         self.root_schema_ = root_schema
         self.root_model_ = self._fit_component(create, frame, root_schema, dataset.root.name, sigma_total,
                                                accountant, unit=None)
@@ -184,7 +182,7 @@ class RelationalSynthesizer:
         for c in dataset.children:
             df, pc = children[c.name]
             schema = self._child_schema(dataset, c)
-            joined = self._child_frame(c, df, pc, root_df, root_codes)
+            joined = self.child_frame(c, df, pc, root_df, root_codes)
             self.child_schemas_[c.name] = schema
             self.child_models_[c.name] = self._fit_component(create, joined, schema, c.name, sigma_total,
                                                              accountant, unit=(c.ref.foreign_key, c.k))
@@ -235,8 +233,10 @@ class RelationalSynthesizer:
         return TableSchema(name=f"{dataset.name}.{c.name}", population=dataset.population, columns=cols,
                            privacy_unit=PrivacyUnit(column=c.ref.foreign_key, max_rows_per_person=c.k))
 
-    def _child_frame(self, c: ChildTable, df: pd.DataFrame, pc: np.ndarray, root_df: pd.DataFrame,
-                     root_codes: np.ndarray) -> pd.DataFrame:
+    def child_frame(self, c: ChildTable, df: pd.DataFrame, pc: np.ndarray, root_df: pd.DataFrame,
+                    root_codes: np.ndarray) -> pd.DataFrame:
+        """The child rows as the child model sees them: selected text columns mapped to the released domain (else
+        ``__other__``), the person's code as the unit column, and the person columns ``condition_on``."""
         out = pd.DataFrame(index=pd.RangeIndex(len(df)))
         for col in c.schema_.columns:
             if col.name in c.ref.select:
@@ -317,6 +317,40 @@ class RelationalSynthesizer:
     def params(self) -> dict[str, Any]:
         """Settings to record (no data values)."""
         return {"synthesizer": self.name, **self.config.model_dump(), **self.privacy.model_dump(exclude={"noise_seed"})}
+
+def bound_tables(tables: dict[str, pd.DataFrame], dataset: DatasetSchema, noise: NoiseSource
+                 ) -> tuple[pd.DataFrame, np.ndarray, dict[str, tuple[pd.DataFrame, np.ndarray]]]:
+    """The persons' rows with secret dense codes (a key that repeats is one person: one of its rows) and each
+    child table's rows attributed to a person and bounded to its ``max_rows_per_person`` by a person-local random
+    rule: (persons, their codes, {child: (rows, their persons' codes)}). A child row whose foreign key names no
+    person is dropped (it cannot be attributed). Inside the trust boundary: nothing here is released."""
+    root_df = tables[dataset.root.name]
+    key = dataset.person.key
+    codes = person_codes(root_df[key], noise)
+    one = bound_contributions(codes, 1, noise)
+    root_df, root_codes = root_df.loc[one].reset_index(drop=True), codes[one]
+    keys = root_df[key].astype("string")
+    known = keys.notna().to_numpy()  # a person without a key is a person of their own, with no child rows
+    lookup = pd.Series(root_codes[known], index=keys[known].to_numpy())
+    children: dict[str, tuple[pd.DataFrame, np.ndarray]] = {}
+    for c in dataset.children:
+        df = tables[c.name]
+        pc = lookup.reindex(df[c.ref.foreign_key].astype("string").to_numpy()).to_numpy()
+        known = ~pd.isna(pc)
+        df, pc = df.loc[known].reset_index(drop=True), pc[known].astype(np.int64)
+        keep = bound_contributions(pc, c.k, noise)
+        children[c.name] = (df.loc[keep].reset_index(drop=True), pc[keep])
+    return root_df, root_codes, children
+
+
+def root_frame(dataset: DatasetSchema, root_df: pd.DataFrame, root_codes: np.ndarray,
+               child_codes: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The persons' rows with one column per child table: how many (bounded) rows of it the person has."""
+    frame = root_df.copy()
+    for c in dataset.children:
+        frame[c.count_column] = np.bincount(child_codes[c.name], minlength=len(root_df))[root_codes].astype(
+            np.float64)
+    return frame
 
 
 def _text(s: pd.Series) -> pd.Series:

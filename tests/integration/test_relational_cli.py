@@ -1,5 +1,6 @@
-"""``dpsyn run --dataset``: one folder with one file per table, the budget charged per run, every manifest key in
-the release inventory, the inputs untouched; refusals are one line and spend nothing."""
+"""``dpsyn run --dataset``: one folder with one file per table, each watermarked and traceable, the gate's report
+beside them, the budget charged per run, every key in the release inventory, the inputs untouched; a gate that
+cannot judge publishes nothing unless allowed; refusals are one line and spend nothing."""
 
 from __future__ import annotations
 
@@ -30,18 +31,27 @@ def _digests() -> dict[str, str]:
 def test_dataset_run_publishes_every_table_and_charges_the_budget(tmp_path):
     before = _digests()
     out = tmp_path / "release"
+    # 40 patients are too few for the gate to judge at any useful ε: publishing needs --allow-uninformative
     r = _cli("run", "--dataset", "synthea", "--data", str(DATA), "--out", str(out), "--epsilon", "20",
-             "--accept-ungated", "--json", home=tmp_path / "home")
+             "--allow-uninformative", "--json", home=tmp_path / "home")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "Traceback" not in r.stderr
+    assert "Traceback" not in r.stderr and "Warning" not in r.stderr, r.stderr[-2000:]
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["epsilon_spent"] <= 20 + 1e-9
     assert "add/remove one person (patients.Id)" in summary["neighbouring"]
+    assert summary["gate"] == "uninformative"
     assert sorted(p.name for p in out.iterdir()) == ["conditions.csv", "manifest.json", "medications.csv",
-                                                     "patients.csv"]
+                                                     "patients.csv", "validation_report.html",
+                                                     "validation_report.json"]
     manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["gate"]["verdict"] == "uninformative" and manifest["gate"]["uninformative"]
+    labels = {m["label"] for m in manifest["privacy"]["mechanisms"]}
+    assert {"gate.patients.rows", "gate.conditions.validation.fidelity"} <= labels
+    report = json.loads((out / "validation_report.json").read_text())
     items = [("dataset.manifest", k) for k in flatten_keys(manifest)]
     items += [("dataset.file", p.name) for p in out.iterdir()]
+    items += [("dataset.validation_report", k) for k in flatten_keys(report)]
+    items += [("output.validation_report", k.split(".", 2)[2]) for k in flatten_keys(report) if k.startswith("tables.")]
     assert unclassified(items) == []
     assert _digests() == before  # inputs never modified
 
@@ -50,15 +60,33 @@ def test_dataset_run_publishes_every_table_and_charges_the_budget(tmp_path):
     (pop,) = BudgetLedger(str(tmp_path / "home" / "budget.db")).status("synthea-lancashire")
     assert abs(pop.spent_epsilon - summary["epsilon_spent"]) < 1e-9 and pop.reserved_epsilon == 0
 
+    # every table carries its own code, and the auditor's trace takes each file back to the run and its ε
+    codes = {t: v["watermark_code"] for t, v in manifest["tables"].items()}
+    assert len(set(codes.values())) == 3
+    for table, code in codes.items():
+        t = _cli("audit", "trace", str(out / f"{table}.csv"), "--json", home=tmp_path / "home")
+        assert t.returncode == 0, t.stderr[-2000:]
+        trace = json.loads(t.stdout.strip().splitlines()[-1])
+        text = json.dumps(trace)
+        assert code in text and f"{manifest['run_id']}.{table}" in text and "synthea." + table in text
 
-def test_dataset_run_refuses_without_accepting_the_missing_gate(tmp_path):
+
+def test_a_gate_that_cannot_judge_publishes_nothing_and_charges_what_was_spent(tmp_path):
     out = tmp_path / "release"
-    r = _cli("run", "--dataset", "synthea", "--data", str(DATA), "--out", str(out), home=tmp_path / "home")
-    assert r.returncode == 2 and "--accept-ungated" in r.stderr and "Traceback" not in r.stderr
-    assert not out.exists() and not (tmp_path / "home" / "budget.db").exists()
+    r = _cli("run", "--dataset", "synthea", "--data", str(DATA), "--out", str(out), "--epsilon", "20",
+             home=tmp_path / "home")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "cannot judge this dataset" in r.stderr and "nothing was published" in r.stderr
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
+    (page,) = (tmp_path / "home" / "reports").glob("*/validation_report.html")
+    assert str(page) in r.stderr  # the error says where the report is
+    from dpsyn.privacy.budget import BudgetLedger
+
+    (pop,) = BudgetLedger(str(tmp_path / "home" / "budget.db")).status("synthea-lancashire")
+    assert 0 < pop.spent_epsilon <= 20 + 1e-9 and pop.reserved_epsilon == 0  # it read the tables: charged
 
 
 def test_dataset_run_refuses_single_table_options(tmp_path):
     r = _cli("run", "--dataset", "synthea", "--schema", "adult", "--data", str(DATA), "--out", str(tmp_path / "o"),
-             "--accept-ungated", home=tmp_path / "home")
+             home=tmp_path / "home")
     assert r.returncode == 2 and "--schema cannot be combined with --dataset" in r.stderr
