@@ -105,10 +105,12 @@ class Synthesizer(ABC):
         self.public_rows_std_ = float(rows.noise_std)  # public: the noise std of that count
         if persons is not None:
             self.unit_scale_, self.row_weights_ = self._person_weights(persons, accountant.rows_per_unit)
+        self.persons_ = persons
         try:
             self._fit(codes, accountant=accountant)
         finally:
             self.row_weights_ = None  # private (a function of who has how many rows): never part of the model
+            self.persons_ = None  # private: who has which row
         self.noise_ = None  # a noise source is not part of the fitted model
         accountant.check()
         self.privacy_ = accountant.summary()
@@ -145,6 +147,16 @@ class Synthesizer(ABC):
         c = float(np.clip(self.public_rows_ / n_persons, 1.0, k))
         per = np.bincount(persons)
         return c, c / per[persons]
+
+    def dpsgd_units(self, batch_size: int, *, enabled: bool = True) -> tuple[np.ndarray | None, int, int]:
+        """What a DP-SGD fit samples: (person codes or None, the public count it samples from, the expected batch
+        in those units). With a privacy unit (and ``enabled``): persons, their noisy count (the rows-per-person
+        release) and ``batch_size`` rows' worth of persons (÷ the public rows per person); else rows."""
+        persons = getattr(self, "persons_", None)
+        if persons is None or not enabled:
+            return None, self.public_rows_, batch_size
+        n_persons = max(1, int(round(float(np.clip(np.asarray(self.unit_sizes_), 0, None).sum()))))
+        return persons, n_persons, max(1, int(round(batch_size / self.unit_scale_)))
 
     # -- hooks ----------------------------------------------------------------------------
     @abstractmethod

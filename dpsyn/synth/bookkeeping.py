@@ -169,36 +169,71 @@ class BookKeeping:
         return ""
 
     def clipped_sum(self, loss_fn: Callable, batch: torch.Tensor, criterion: nn.Module,
-                    bound: float | torch.Tensor) -> tuple[dict[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """({trainable parameter: Σ_i c_i ∇L_i}, per-row gradient norms before clipping) for one batch.
+                    bound: float | torch.Tensor, *, units: torch.Tensor | None = None
+                    ) -> tuple[dict[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """({trainable parameter: Σ_i c_i ∇L_i}, gradient norms before clipping) for one batch.
 
-        ``bound``: the clip bound C, or one bound per row (float tensor of length B).
+        ``bound``: the clip bound C, or one bound per row (float tensor of length B). ``units``: per-unit clipping
+        (user-level DP-SGD): one code per row, 0..U−1 with every code present, rows of one unit (a person) adjacent
+        or not; each unit's *summed* gradient Σ_{i∈u} ∇L_i is clipped to C as a whole, and the norms returned are
+        the U units' (``bound`` must then be a float).
         """
         loss = self._forward(loss_fn, batch, criterion)
         used = [i for i, z in enumerate(self._outs) if z is not None]
         outs = torch.autograd.grad(loss.sum(), [self._outs[i] for i in used], allow_unused=True)
         with torch.no_grad():
-            result, norms = self._clip(outs, used, len(batch), loss.dtype, bound)
+            result, norms = self._clip(outs, used, len(batch), loss.dtype, bound, units)
         self._acts = [None] * len(self.layers)
         self._outs = [None] * len(self.layers)
         return result, norms
 
-    def _clip(self, outs, used, b, dtype, bound):
-        """Per-row norms from (a, g), clip factors, and the clipped sums: one matmul per layer."""
+    def _unit_sq_norms(self, outs, used, units: torch.Tensor, dtype) -> torch.Tensor:
+        """‖Σ_{i∈u} ∇L_i‖² per unit without per-unit gradients: Σ_{i,j∈u} (g_i·g_j)(a_i·a_j + 1[bias]) per layer,
+        summed over the pairs of rows of one unit (rows sorted by unit; pair offsets up to the largest unit)."""
+        n_units = int(units.max()) + 1 if len(units) else 0
+        sq = torch.zeros(n_units, dtype=dtype)
+        order = torch.argsort(units, stable=True)
+        u = units[order]
+        span = int(torch.bincount(units).max()) if len(units) else 0
+        pieces = []
+        for i, g in zip(used, outs, strict=True):
+            if g is not None:
+                pieces.append((self.layers[i], self._acts[i][order].to(g.dtype), g[order]))
+        for d in range(span):  # rows r and r + d of the sorted batch, when they belong to one unit
+            same = u[d:] == u[:len(u) - d]
+            if not bool(same.any()):
+                continue
+            contrib = torch.zeros(int(same.sum()), dtype=dtype)
+            for layer, a, g in pieces:
+                gg = (g[d:][same] * g[:len(u) - d][same]).sum(dim=1)
+                if layer.weight.requires_grad:
+                    contrib.add_(gg * (a[d:][same] * a[:len(u) - d][same]).sum(dim=1))
+                if layer.bias is not None and layer.bias.requires_grad:
+                    contrib.add_(gg)
+            sq.index_add_(0, u[d:][same], contrib if d == 0 else 2 * contrib)  # (r, r+d) and (r+d, r)
+        return sq.clamp_(min=0.0)
+
+    def _clip(self, outs, used, b, dtype, bound, units=None):
+        """Per-row (or per-unit) norms from (a, g), clip factors, and the clipped sums: one matmul per layer."""
         sq = torch.zeros(b, dtype=dtype)
         grads_out: list[tuple[int, torch.Tensor]] = []
         for i, g in zip(used, outs, strict=True):
             if g is None:
                 continue
             layer, a = self.layers[i], self._acts[i]
-            g_norm = torch.linalg.vector_norm(g, dim=1)  # one reduction, no (B × d) temporary
-            if layer.weight.requires_grad:
-                sq.add_((torch.linalg.vector_norm(a, dim=1) * g_norm).square_())  # ‖a_i g_iᵀ‖_F = ‖a_i‖ ‖g_i‖
-            if layer.bias is not None and layer.bias.requires_grad:
-                sq.add_(g_norm.square_())
+            if units is None:
+                g_norm = torch.linalg.vector_norm(g, dim=1)  # one reduction, no (B × d) temporary
+                if layer.weight.requires_grad:
+                    sq.add_((torch.linalg.vector_norm(a, dim=1) * g_norm).square_())  # ‖a_i g_iᵀ‖_F = ‖a_i‖ ‖g_i‖
+                if layer.bias is not None and layer.bias.requires_grad:
+                    sq.add_(g_norm.square_())
             grads_out.append((i, g))
-        norms = sq.sqrt_()
-        coef = (bound / (norms + 1e-6)).clamp(max=1.0)
+        if units is None:
+            norms = sq.sqrt_()
+            coef = (bound / (norms + 1e-6)).clamp(max=1.0)
+        else:  # one factor per unit, applied to each of its rows: Σ_u c_u Σ_{i∈u} ∇L_i
+            norms = self._unit_sq_norms([g for _, g in grads_out], [i for i, _ in grads_out], units, dtype).sqrt_()
+            coef = (bound / (norms + 1e-6)).clamp(max=1.0)[units]
         result: dict[torch.Tensor, torch.Tensor] = {}
         for i, g in grads_out:
             layer, a = self.layers[i], self._acts[i].to(g.dtype)

@@ -30,12 +30,13 @@ def classifier_net(d_in: int, k: int, hidden: int = 0) -> nn.Module:
 def train_classifier(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, accountant, noise,
                      noise_multiplier: float, batch_size: int, epochs: int, max_grad_norm: float, lr: float,
                      label: str, public_rows: int, ema_decay: float = 0.0, groups=None,
-                     group_clip=None) -> nn.Module:
+                     group_clip=None, units=None) -> nn.Module:
     """Train the task model with DP-SGD on ``codes`` (rows of feature codes, target last); returns it in eval mode.
 
     Every argument after ``k`` goes to :func:`~dpsyn.synth.dpsgd.train_dpsgd` (σ calibrated by the caller
     for ``steps_and_rate(public_rows, batch_size, epochs)``, ``public_rows`` a public row count); ``groups`` (one code per row) with
-    ``group_clip`` selects DP-SGD-S. Seed torch before calling for a reproducible initialisation.
+    ``group_clip`` selects DP-SGD-S; ``units`` (a person code per row) per-person clipping, ``public_rows`` and
+    ``batch_size`` then counting persons. Seed torch before calling for a reproducible initialisation.
     """
     data = torch.as_tensor(np.asarray(codes, dtype=np.int64))
 
@@ -47,7 +48,7 @@ def train_classifier(codes, feat_sizes: list[int], k: int, *, hidden: int = 0, a
         noise_multiplier=noise_multiplier, batch_size=batch_size, epochs=epochs, max_grad_norm=max_grad_norm,
         lr=lr, label=label, public_rows=public_rows, ema_decay=ema_decay,
         groups=None if groups is None else torch.as_tensor(np.asarray(groups, dtype=np.int64)),
-        group_clip=group_clip,
+        group_clip=group_clip, units=None if units is None else torch.as_tensor(np.asarray(units, dtype=np.int64)),
     )
     net.eval()
     return net

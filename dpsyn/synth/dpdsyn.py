@@ -93,19 +93,24 @@ class DPDSyn(Synthesizer):
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
         feat_sizes, k = sizes[:-1], sizes[-1]  # the encoder puts the target last
-        n = self.public_rows_  # public (the released noisy count), never len(codes)
 
         # Budget: DP-SGD-S's group-size histogram (if asked for), then the task model's noise (alone: task_share of
         # what is left), planned; then the generator.
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         sigma_h = plan_group_sizes(cfg.group_clip, accountant)
-        q_t, steps_t = steps_and_rate(n, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs)
-        q_g, steps_g = steps_and_rate(n, batch_size=cfg.batch_size, epochs=cfg.epochs)
+        by_person = cfg.person_clipping and cfg.group_clip is None
+        units, n_t, batch_t = self.dpsgd_units(cfg.task_batch_size, enabled=by_person)
+        _, n_g, batch_g = self.dpsgd_units(cfg.batch_size, enabled=by_person)
+        person_level = units is not None
+        q_t, steps_t = steps_and_rate(n_t, batch_size=batch_t, epochs=cfg.task_epochs)
+        q_g, steps_g = steps_and_rate(n_g, batch_size=batch_g, epochs=cfg.epochs)
         remaining_share = cfg.task_share * (1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon)
-        sigma_t = accountant.sigma_for_share(max(remaining_share, 1e-6), sample_rate=q_t, steps=steps_t)
-        accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
+        sigma_t = accountant.sigma_for_share(max(remaining_share, 1e-6), sample_rate=q_t, steps=steps_t,
+                                             person_level=person_level)
+        accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t,
+                        person_level=person_level)
         z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
-        sigma_g = accountant.calibrate(sample_rate=q_g, steps=steps_g, label=GEN_LABEL)
+        sigma_g = accountant.calibrate(sample_rate=q_g, steps=steps_g, label=GEN_LABEL, person_level=person_level)
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
@@ -117,27 +122,28 @@ class DPDSyn(Synthesizer):
         task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm, sizes=group_sizes)
         self.task_ = train_classifier(
             codes, feat_sizes, k, hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
-            noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
-            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=n,
+            noise_multiplier=sigma_t, batch_size=batch_t, epochs=cfg.task_epochs,
+            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=n_t,
             ema_decay=cfg.task_ema_decay,
-            groups=None if gj is None else codes[:, gj], group_clip=task_clipper,
+            groups=None if gj is None else codes[:, gj], group_clip=task_clipper, units=units,
         )
         # with label_mix the generator models the target too (last), so its head is a second p(y | x)
         m = len(sizes) if cfg.label_mix > 0 else len(feat_sizes)
         gen_names = [c.name for c in self.encoder_.columns[:m]]
         self.net_ = fit_ar_net(
             codes[:, :m], sizes[:m], cfg, sigma=sigma_g, accountant=accountant, noise=self.noise_, label=GEN_LABEL,
-            public_rows=n,
+            public_rows=n_g, units=units, batch_size=batch_g,
             weights=field_weights(schema, cfg, gen_names),
             groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )
         self.training_ = {
+            "clipping_unit": "person" if person_level else "row",
             "task": {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
-                     "max_grad_norm": cfg.task_max_grad_norm, "expected_batch_size": cfg.task_batch_size,
+                     "max_grad_norm": cfg.task_max_grad_norm, "expected_batch_size": batch_t,
                      "ema_decay": cfg.task_ema_decay,
                      "group_clip": None if task_clipper is None else task_clipper.summary()},
             "generator": {"noise_multiplier": sigma_g, "sample_rate": q_g, "steps": steps_g,
-                          "max_grad_norm": cfg.max_grad_norm, "expected_batch_size": cfg.batch_size,
+                          "max_grad_norm": cfg.max_grad_norm, "expected_batch_size": batch_g,
                           "group_clip": self.net_.group_clip_},
             "marginals": {"noise_multiplier": z, "sample_rate": 1.0, "steps": 1 if z else 0,
                           "l2_sensitivity": float(np.sqrt(len(sizes)))},

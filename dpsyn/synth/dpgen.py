@@ -80,6 +80,12 @@ class DPGenConfig(BaseModel):
         description="DP-SGD-S: clip each row at its group's privately tracked bound (docs/privacy.md); "
         "None: one bound C for every row.",
     )
+    person_clipping: bool = Field(
+        default=True,
+        description="With a declared privacy unit: sample persons and clip each person's summed gradient "
+        "(user-level DP-SGD, accounted per person as is); false: clip rows and convert the steps to the person "
+        "level by group privacy (σ/k, 1 − (1 − q)^k). Not with group_clip.",
+    )
 
 
 class _ARNet(nn.Module):
@@ -113,13 +119,15 @@ def _one_hot(codes: torch.Tensor, sizes: list[int]) -> torch.Tensor:
 def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: float,
                accountant: PrivacyAccountant, noise, label: str, public_rows: int,
                weights: list[float] | None = None, groups: np.ndarray | None = None, n_groups: int = 0,
-               group_sizes: GroupSizes | None = None) -> _ARNet:
+               group_sizes: GroupSizes | None = None, units: np.ndarray | None = None,
+               batch_size: int | None = None) -> _ARNet:
     """Train an autoregressive net on ``codes`` with DP-SGD (σ already calibrated for ``public_rows``).
 
     ``weights`` scale each column's loss (public, from the schema's tiers); the
     whole per-row gradient is still clipped to C, so the guarantee is unchanged.
     With ``cfg.group_clip``, ``groups`` (one code per row, < ``n_groups``) selects each row's bound;
     ``group_sizes`` is the released group-size histogram, if ``cfg.group_clip.size_share`` asked for one.
+    ``units`` (a person code per row): per-person clipping, ``public_rows`` and ``batch_size`` counting persons.
     """
     w = weights or [1.0] * len(sizes)
     clipper = group_clipper(cfg.group_clip, n_groups, cfg.max_grad_norm, sizes=group_sizes)
@@ -131,9 +139,10 @@ def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: 
 
     net = train_dpsgd(
         _ARNet(sizes, cfg.hidden), data=torch.from_numpy(codes), loss_fn=loss_fn, accountant=accountant,
-        noise=noise, noise_multiplier=sigma, batch_size=cfg.batch_size, epochs=cfg.epochs,
+        noise=noise, noise_multiplier=sigma, batch_size=batch_size or cfg.batch_size, epochs=cfg.epochs,
         max_grad_norm=cfg.max_grad_norm, lr=cfg.lr, label=label, public_rows=public_rows,
         groups=None if clipper is None else torch.from_numpy(groups), group_clip=clipper,
+        units=None if units is None else torch.from_numpy(np.asarray(units, dtype=np.int64)),
     )
     net.eval()
     net.group_clip_ = None if clipper is None else clipper.summary()
@@ -217,11 +226,12 @@ class DPGen(Synthesizer):
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
-        q, steps = steps_and_rate(self.public_rows_, batch_size=cfg.batch_size, epochs=cfg.epochs)
+        units, public, batch = self.dpsgd_units(cfg.batch_size, enabled=cfg.person_clipping and cfg.group_clip is None)
+        q, steps = steps_and_rate(public, batch_size=batch, epochs=cfg.epochs)
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
         sigma_h = plan_group_sizes(cfg.group_clip, accountant)
         z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
-        sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd")
+        sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd", person_level=units is not None)
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
@@ -230,7 +240,7 @@ class DPGen(Synthesizer):
         torch.manual_seed(self.noise_.seed())
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",
-            public_rows=self.public_rows_,
+            public_rows=public, units=units, batch_size=batch,
             weights=field_weights(self.schema_, cfg, [c.name for c in self.encoder_.columns]),
             groups=None if gj is None else codes[:, gj], n_groups=n_groups, group_sizes=group_sizes,
         )
@@ -239,7 +249,8 @@ class DPGen(Synthesizer):
             "sample_rate": q,
             "steps": steps,
             "max_grad_norm": cfg.max_grad_norm,
-            "expected_batch_size": cfg.batch_size,
+            "expected_batch_size": batch,
+            "clipping_unit": "person" if units is not None else "row",
             "marginals_noise_multiplier": z,
             "group_clip": self.net_.group_clip_,
         }

@@ -35,6 +35,12 @@ clipped at its group's bound C_k, the noise is σ_g · max_k C_k, and per-group
 noisy counts move the bounds; the step is still one subsampled Gaussian
 mechanism of noise multiplier σ (the one calibrated), recorded as such.
 
+With ``units`` (user-level DP-SGD: McMahan et al. 2018, Charles et al. 2024) the privacy unit is a person with
+several rows: each step samples *persons* (Poisson, rate q over the public person count), takes all their rows,
+clips each person's summed gradient to C (book-keeping, :meth:`BookKeeping.clipped_sum` with ``units``) and adds
+N(0, σ²C²): adding or removing a person moves the clipped sum by at most C, so the step is the subsampled Gaussian
+mechanism (σ, q) at the person level, recorded as such (``person_level=True``), with no group-privacy conversion.
+
 With ``ema_decay`` the returned weights are an exponential moving average of
 the iterates (De et al. 2022): post-processing of the noisy updates, so it
 costs no budget, and it averages out part of the noise of the last steps.
@@ -98,6 +104,7 @@ def train_dpsgd(
     group_clip: GroupClipper | None = None,
     clipping: Literal["auto", "bookkeeping", "ghost"] = "auto",
     step_hook: StepHook | None = None,
+    units: torch.Tensor | None = None,
 ) -> nn.Module:
     """Train ``model`` with DP-SGD on the rows of ``data``; returns the trained plain module.
 
@@ -115,6 +122,10 @@ def train_dpsgd(
 
     ``step_hook`` is for privacy audits only (:mod:`dpsyn.audit.gradient_canaries`): it adds canary gradients to
     each step's clipped sum and observes each step's noisy sum; book-keeping path only.
+
+    ``units``: one person code per row (int64, 0..P−1): per-person clipping (module docstring); ``public_rows``,
+    ``batch_size`` and the sample rate then count persons (``public_rows`` is the public person count), and
+    σ must have been calibrated with ``person_level=True``. Book-keeping path only; not with ``group_clip``.
     """
     if (groups is None) != (group_clip is None):
         raise ValueError("group-adaptive clipping needs both groups (one code per row) and a GroupClipper")
@@ -131,6 +142,13 @@ def train_dpsgd(
               label=label, ema_decay=ema_decay, groups=groups, group_clip=group_clip, public_rows=public_rows)
     if step_hook is not None and clipping != "bookkeeping":
         raise ValueError("a step hook (privacy audits) needs clipping='bookkeeping'")
+    if units is not None:
+        if group_clip is not None:
+            raise ValueError("per-person clipping (units) cannot be combined with group-adaptive clipping")
+        if len(units) != n:
+            raise ValueError("units needs one person code per row")
+        kw["units"] = units
+        clipping = "bookkeeping"
     if clipping != "ghost":
         layers, why = bk_layers(model)
         if layers is not None:
@@ -145,7 +163,8 @@ def train_dpsgd(
             finally:
                 bk.remove()
         if clipping == "bookkeeping":
-            raise ValueError(f"book-keeping clipping does not apply to this model: {why}")
+            raise ValueError(f"book-keeping clipping does not apply to this model: {why}"
+                             + (" (per-person clipping needs it)" if units is not None else ""))
         logger.info("DP-SGD %s: Opacus ghost clipping (%s)", label, why)
     trained = _train_opacus(model, **kw)
     trained.dp_clipping_ = "ghost"
@@ -158,11 +177,31 @@ def _expected_batch_size(n: int, sample_rate: float) -> int:
     return max(1, int(n * sample_rate))
 
 
+class _Persons:
+    """Rows grouped by person (CSR over dense codes 0..P−1): a step's Poisson sample of persons → their rows and
+    the batch's unit codes 0..U−1."""
+
+    def __init__(self, units: torch.Tensor):
+        codes = units.to(torch.int64)
+        self.count = int(codes.max()) + 1 if len(codes) else 0
+        self.order = torch.argsort(codes, stable=True)
+        sizes = torch.bincount(codes, minlength=self.count)
+        self.starts = torch.cumsum(sizes, 0) - sizes
+        self.sizes = sizes
+
+    def rows(self, persons: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        sizes = self.sizes[persons]
+        batch_units = torch.repeat_interleave(torch.arange(len(persons)), sizes)
+        offsets = torch.arange(int(sizes.sum())) - torch.repeat_interleave(torch.cumsum(sizes, 0) - sizes, sizes)
+        return self.order[torch.repeat_interleave(self.starts[persons], sizes) + offsets], batch_units
+
+
 def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, accountant, noise, noise_multiplier,
                        batch_size, sample_rate, steps, max_grad_norm, lr, label, ema_decay, groups,
-                       group_clip, public_rows, step_hook=None) -> nn.Module:
+                       group_clip, public_rows, step_hook=None, units=None) -> nn.Module:
     """DP-SGD with book-keeping clipping: the step of :func:`_train_opacus`, without Opacus' two backward passes."""
     n = len(data)
+    persons = None if units is None else _Persons(units)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     params = [p for p in model.parameters() if p.requires_grad]
     shapes = [p.shape for p in params]
@@ -176,7 +215,11 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
     model.train()
     try:
         for step in range(steps):
-            idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
+            batch_units = None
+            if persons is None:
+                idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
+            else:  # a Poisson sample of persons, with all their rows
+                idx, batch_units = persons.rows(torch.from_numpy(noise.poisson_sample(persons.count, sample_rate)))
             taken += 1
             if group_clip is not None:
                 batch_groups = groups[idx]
@@ -184,7 +227,7 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
             else:
                 bound = noise_bound = max_grad_norm
             if len(idx):
-                clipped, norms = bk.clipped_sum(loss_fn, data[idx], criterion, bound)
+                clipped, norms = bk.clipped_sum(loss_fn, data[idx], criterion, bound, units=batch_units)
             else:  # an empty Poisson sample: the release is the noise alone, as the accountant assumes
                 clipped, norms = {p: torch.zeros_like(p) for p in params}, None
             if step_hook is not None:  # audits only: canary gradients (norm ≤ C each) join the clipped sum
@@ -207,7 +250,7 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
                     group_clip.update(norms, batch_groups, sigma_b=sigma_b, noise=noise)
             _end_step(ema, params, ema_decay, label, step, steps)
     finally:
-        _charge(accountant, label, noise_multiplier, sample_rate, taken)
+        _charge(accountant, label, noise_multiplier, sample_rate, taken, person_level=persons is not None)
     for p in params:
         p.grad = None
     if ema is not None:
@@ -311,11 +354,12 @@ def _steps(dp_model, optimizer, accountant, noise, data, loss_fn, criterion, *, 
 
 
 def _charge(accountant: PrivacyAccountant, label: str, noise_multiplier: float, sample_rate: float,
-            steps: int) -> None:
+            steps: int, *, person_level: bool = False) -> None:
     """Record the steps the loop took, counted by the loop itself (an Opacus accountant merges consecutive
     identical (σ, q) entries, so its history cannot tell this run's steps from the ledger's last entry)."""
     if steps:
-        accountant.record(label, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
+        accountant.record(label, noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps,
+                          person_level=person_level)
 
 
 def _strip_opacus(dp_model: nn.Module, model: nn.Module, own_attributes: dict[int, set[str]]) -> nn.Module:

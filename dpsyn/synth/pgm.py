@@ -314,10 +314,14 @@ class PGM(Synthesizer):
         if task:
             from dpsyn.synth.dpsgd import steps_and_rate  # at call time: loading a fitted pgm needs no torch
 
-            q_t, steps_t = steps_and_rate(n, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs)
+            units, n_t, batch_t = self.dpsgd_units(cfg.task_batch_size)  # persons, with a privacy unit
+            by_person = units is not None
+            q_t, steps_t = steps_and_rate(n_t, batch_size=batch_t, epochs=cfg.task_epochs)
             left = 1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon
-            sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t)
-            accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t)
+            sigma_t = accountant.sigma_for_share(max(cfg.task_share * left, 1e-6), sample_rate=q_t, steps=steps_t,
+                                                 person_level=by_person)
+            accountant.plan(TASK_LABEL, noise_multiplier=sigma_t, sample_rate=q_t, steps=steps_t,
+                            person_level=by_person)
         rule_share, rule_threshold = backbone_split(epsilon=eps_rule, public_rows=n, columns=d)
         one_share = rule_share if cfg.one_way_share is None else cfg.one_way_share
         threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
@@ -372,7 +376,8 @@ class PGM(Synthesizer):
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
-            "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t},
+            "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
+                                           "clipping_unit": "person" if by_person else "row"},
             "person_weight": c if person else None,
         }
 
@@ -450,11 +455,12 @@ class PGM(Synthesizer):
             torch.set_num_threads(cfg.threads)
         torch.manual_seed(self.noise_.seed())
         sizes = self.encoder_.sizes
+        units, public, batch = self.dpsgd_units(cfg.task_batch_size)  # per-person clipping with a privacy unit
         return train_classifier(
             codes, sizes[:-1], sizes[-1], hidden=cfg.task_hidden, accountant=accountant, noise=self.noise_,
-            noise_multiplier=sigma_t, batch_size=cfg.task_batch_size, epochs=cfg.task_epochs,
-            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=self.public_rows_,
-            ema_decay=cfg.task_ema_decay)
+            noise_multiplier=sigma_t, batch_size=batch, epochs=cfg.task_epochs,
+            max_grad_norm=cfg.task_max_grad_norm, lr=cfg.task_lr, label=TASK_LABEL, public_rows=public,
+            ema_decay=cfg.task_ema_decay, units=units)
 
     # -- sampling (post-processing) -----------------------------------------------------------
     def _sample_codes(self, n: int, *, rng: np.random.Generator) -> np.ndarray:

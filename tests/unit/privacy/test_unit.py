@@ -209,3 +209,54 @@ def test_rows_added_after_preparation_are_persons_of_their_own(visits):
     assert np.bincount(codes).max() <= 2
     n_real = prepared[PERSON_CODE].nunique()
     assert len(set(codes.tolist())) == n_real + 5  # five canaries, five new persons, all kept
+
+
+@pytest.mark.parametrize("person_clipping", [True, False], ids=["per-person", "per-row"])
+def test_dpgen_with_a_unit_clips_persons_or_converts_rows(visits, person_clipping):
+    """dpgen with a privacy unit: by default persons are sampled and each person's summed gradient is clipped, the
+    steps recorded at the person level as run (σ, q); with person_clipping off, rows are clipped and the steps are
+    recorded by group privacy (σ/k, 1 − (1 − q)^k)."""
+    df, schema = visits
+    syn = create("dpgen", {"epochs": 1, "batch_size": 64, "hidden": 8, "marginal_share": 0,
+                           "person_clipping": person_clipping},
+                 privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+    t = syn.training_
+    (m,) = [m for m in syn.privacy_["mechanisms"] if m["label"] == "dpgen.dpsgd"]
+    assert syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
+    if person_clipping:
+        assert t["clipping_unit"] == "person"
+        assert m["noise_multiplier"] == pytest.approx(t["noise_multiplier"])
+        assert m["sample_rate"] == pytest.approx(t["sample_rate"])
+        assert t["expected_batch_size"] < 64  # 64 rows' worth of persons (c > 1 rows each)
+    else:
+        assert t["clipping_unit"] == "row"
+        assert m["noise_multiplier"] == pytest.approx(t["noise_multiplier"] / 2)
+        assert m["sample_rate"] == pytest.approx(1 - (1 - t["sample_rate"]) ** 2)
+    assert syn.persons_ is None  # who has which row is not kept in the model
+
+
+def test_dpdsyn_with_a_unit_clips_persons_in_both_models(visits):
+    df, schema = visits
+    syn = create("dpdsyn", {"epochs": 1, "task_epochs": 1, "batch_size": 64, "task_batch_size": 64, "hidden": 8,
+                            "marginal_share": 0},
+                 privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+    t = syn.training_
+    assert t["clipping_unit"] == "person"
+    by_label = {m["label"]: m for m in syn.privacy_["mechanisms"]}
+    for part, label in (("task", "dpdsyn.task"), ("generator", "dpdsyn.generator")):
+        m = by_label[label]
+        assert m["noise_multiplier"] == pytest.approx(t[part]["noise_multiplier"])
+        assert m["sample_rate"] == pytest.approx(t[part]["sample_rate"])
+    assert syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
+
+
+def test_pgm_task_model_with_a_unit_clips_persons(visits):
+    df, schema = visits
+    syn = create("pgm", {"task": "on", "task_epochs": 1},
+                 privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+    t = syn.training_["task"]
+    assert t["clipping_unit"] == "person"
+    (m,) = [m for m in syn.privacy_["mechanisms"] if m["label"] == "pgm.task"]
+    assert m["noise_multiplier"] == pytest.approx(t["noise_multiplier"])
+    assert m["sample_rate"] == pytest.approx(t["sample_rate"])
+    assert syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
