@@ -16,12 +16,13 @@ from dpsyn.drift import DriftConfig
 from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.privacy import PrivacyConfig
-from dpsyn.validation import ValidationConfig
+from dpsyn.validation import DatasetGateConfig, ValidationConfig
 from dpsyn.watermark import WatermarkConfig
 from dpsyn.watermark.statistical import DEFAULT_ALPHA
 
 __all__ = [
-    "AuditConfig", "BudgetConfig", "DriftConfig", "DriftMonitorConfig", "FairnessAuditConfig", "MaskConfig",
+    "AuditConfig", "BudgetConfig", "DatasetRunConfig", "DriftConfig", "DriftMonitorConfig", "FairnessAuditConfig",
+    "MaskConfig",
     "PrivacyConfig", "ScaleConfig", "ScrubConfig", "SynthesizeConfig", "ValidationConfig", "WatermarkConfig",
 ]
 
@@ -77,6 +78,28 @@ class BudgetConfig(BaseModel):
     ledger_url: str | None = Field(
         default=None, description="sqlite:///PATH or postgresql://... of the budget ledger; default $DPSYN_BUDGET_URL or "
         "$DPSYN_HOME/budget.db.")
+
+
+class DatasetRunConfig(BaseModel):
+    """Everything one ``synthesize-dataset`` run (related tables, dpsyn.relational.run_dataset) needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="A dataset schema YAML path, or the name of a shipped one (e.g. synthea).")
+    data: Path = Field(description="The folder holding the dataset's files. Never modified.")
+    out: Path = Field(description="Output folder: one file per table, published atomically if the gate passes.")
+    overwrite: bool = Field(default=False, description="Replace a non-empty output folder.")
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+    synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="RelationalConfig settings.")
+    gate: DatasetGateConfig = Field(default_factory=DatasetGateConfig)
+    allow_uninformative: bool = Field(
+        default=False, description="Publish a dataset too small for the gate to judge at this ε (the manifest says "
+        "so); a failing gate still publishes nothing.")
+    experiment: str = Field(default="dpsyn-datasets", description="MLflow experiment name.")
+    budget: BudgetConfig = Field(default_factory=BudgetConfig, description="Lifetime budget (its population is the "
+                                 "dataset schema's).")
+    lineage_url: str | None = Field(default=None, description="Lineage ledger URL; default $DPSYN_LINEAGE_URL or "
+                                    "$DPSYN_HOME/lineage.db.")
 
 
 class SynthesizeConfig(BaseModel):

@@ -60,8 +60,9 @@ def _preflight(config) -> None:
     check_input(config)
 
 
-def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
-    """Run the synthesize flow in Prefect's embedded mode with a progress display."""
+def _run_flow(config, *, as_json: bool, verbose: bool, dataset: bool = False) -> dict:
+    """Run the synthesize flow (``dataset``: the synthesize-dataset flow) in Prefect's embedded mode with a progress
+    display."""
     import warnings
 
     from rich.console import Console
@@ -92,7 +93,10 @@ def _run_flow(config, *, as_json: bool, verbose: bool) -> dict:
                     warnings.simplefilter("ignore")
                     warnings.simplefilter("default", DpsynWarning)  # dpsyn's own (an insecure RNG) always show
                 start_prefect()  # one process at a time in a home: Prefect's migrations do not race
-                from flows.synthesize import synthesize
+                if dataset:
+                    from flows.dataset import synthesize_dataset as synthesize
+                else:
+                    from flows.synthesize import synthesize
 
                 if not verbose:  # a stopped run is one line (handle); Prefect's run loggers would add a traceback
                     import logging
@@ -192,11 +196,12 @@ def _merged(base: dict, **given) -> dict:
 def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: float | None, delta: float | None,
                  overwrite: bool, allow_uninformative: bool, as_json: bool, verbose: bool, started: float,
                  conflicting: dict) -> None:
-    """``dpsyn run --dataset``: the related-tables run (dpsyn.relational.run_dataset)."""
+    """``dpsyn run --dataset``: the related-tables run (flows/dataset.py: dpsyn.relational.run_dataset and its
+    MLflow run)."""
 
     def go():
+        from dpsyn.config import DatasetRunConfig
         from dpsyn.errors import ConfigError
-        from dpsyn.relational import run_dataset
 
         given = [k for k, v in conflicting.items() if v is not None]
         if given:
@@ -209,13 +214,15 @@ def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: 
         if epsilon is not None and not epsilon > 0:
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
         privacy = {"epsilon": 1.0 if epsilon is None else epsilon, "delta": delta}
-        return run_dataset(dataset, data, out, privacy=privacy, overwrite=overwrite,
-                           allow_uninformative=allow_uninformative)
+        cfg = DatasetRunConfig(dataset=dataset, data=data, out=out, privacy=privacy, overwrite=overwrite,
+                               allow_uninformative=allow_uninformative)
+        return _run_flow(cfg, as_json=as_json, verbose=verbose, dataset=True)
 
-    manifest = handle(go, as_json=as_json, verbose=verbose, progress=f"dataset {dataset}")
+    manifest = handle(go, as_json=as_json, verbose=verbose)
     p = manifest["privacy"]
     if as_json:
-        typer.echo(json.dumps({"output": str(out), "epsilon_spent": p["epsilon_spent"], "delta": p["delta"],
+        typer.echo(json.dumps({"output": str(out), "mlflow_run_id": manifest["mlflow_run_id"],
+                               "epsilon_spent": p["epsilon_spent"], "delta": p["delta"],
                                "neighbouring": p["neighbouring"], "tables": manifest["tables"],
                                "gate": manifest["gate"]["verdict"],
                                "seconds": round(time.time() - started, 1)}))
@@ -224,7 +231,7 @@ def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: 
         typer.echo(f"published {out} ({rows})\n  ε spent {p['epsilon_spent']:.4f} at δ={p['delta']:g} "
                    f"({p['accountant']}), for {p['neighbouring']}\n  gate across tables: {manifest['gate']['verdict']}"
                    f" ({manifest['gate']['checks']} checks; report {out / 'validation_report.html'}); every table "
-                   "watermarked and recorded in the lineage ledger")
+                   f"watermarked and recorded in the lineage ledger\n  MLflow run {manifest['mlflow_run_id']}")
 
 
 @app.command()

@@ -645,3 +645,37 @@ def mirror_lineage_task(ctx, code: str, lineage_url: str | None) -> None:
 @task(name="mlflow-end-run", **NOCACHE)
 def end_run_task(ctx, status: str) -> None:
     TRACKER.end(ctx.tracker_run_id, status)
+
+
+# -- related tables (flows/dataset.py) --------------------------------------------------------------------------
+def start_dataset_run(config, run_id: str) -> str:
+    """The MLflow run of one dataset run: its config as params; the dpsyn run id (the flow run's) as a tag."""
+    name = f"dataset-{Path(str(config.dataset)).stem}-eps{config.privacy.epsilon:g}"
+    params = config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})  # a noise seed is never logged
+    return start_run(config.experiment, params,
+                     tags={"mlflow.runName": name, "dpsyn.flow": "synthesize-dataset", "dpsyn.run_id": run_id,
+                           "dpsyn.orchestrator": "prefect"})
+
+
+def log_dataset_result(mlflow_run_id: str, *, manifest: dict | None, reports: Path | None) -> None:
+    """What a dataset run released: ε spent and every mechanism, the gate's verdict, each table's code, the
+    manifest and the gate's report (DP outputs and ids only: dpsyn/privacy/inventory.yaml)."""
+    if manifest is not None:
+        p = manifest["privacy"]
+        log_metrics(mlflow_run_id, {"epsilon_spent": p["epsilon_spent"], "delta": p["delta"],
+                                    "target_epsilon": p["target_epsilon"],
+                                    "gate_passed": float(manifest["gate"]["verdict"] == "passed"),
+                                    **{f"rows_synthetic.{t}": v["rows"] for t, v in manifest["tables"].items()}})
+        set_tags(mlflow_run_id, {"dpsyn.neighbouring": p["neighbouring"], "dpsyn.accountant": p["accountant"],
+                                 "dpsyn.epsilon_spent": f"{p['epsilon_spent']:.6g}",
+                                 "dpsyn.gate_passed": manifest["gate"]["verdict"] == "passed",
+                                 "dpsyn.gate_verdict": manifest["gate"]["verdict"],
+                                 "dpsyn.training_batch": manifest["watermark"]["training_batch"],
+                                 "dpsyn.watermark_key_id": manifest["watermark"]["key_id"],
+                                 **{f"dpsyn.watermark_code.{t}": v["watermark_code"]
+                                    for t, v in manifest["tables"].items()}})
+        log_params(mlflow_run_id, {"budget_shares": manifest["budget_shares"]})
+        log_dict(mlflow_run_id, manifest, "reports/manifest.json")
+    for f in ("validation_report.json", "validation_report.html"):
+        if reports is not None and (Path(reports) / f).exists():
+            log_file(mlflow_run_id, Path(reports) / f, "reports")

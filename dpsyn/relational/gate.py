@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from dpsyn.errors import ConfigError, GateFailedError, InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant, gaussian_epsilon
@@ -49,7 +48,13 @@ from dpsyn.privacy.unit import bound_contributions
 from dpsyn.relational.schema import DatasetSchema
 from dpsyn.relational.synth import GATE_TAIL, _naive, bound_tables, root_frame
 from dpsyn.schema import ColumnKind
-from dpsyn.validation import VALIDATION_LABEL, ValidationConfig, ValidationReport, real_statistics_for, validate
+from dpsyn.validation import (
+    VALIDATION_LABEL,
+    DatasetGateConfig,
+    ValidationReport,
+    real_statistics_for,
+    validate,
+)
 
 __all__ = ["COUNT_PART", "GATE_TAIL", "DatasetGateConfig", "DatasetReport", "gate_dataset"]
 
@@ -57,21 +62,6 @@ logger = logging.getLogger(__name__)
 
 #: Share of a component's gate budget (of 1/σ²) for its row count.
 COUNT_PART = 0.1
-
-
-class DatasetGateConfig(BaseModel):
-    """Public settings of the gate across tables."""
-
-    model_config = ConfigDict(extra="forbid")
-    share: float = Field(default=0.15, gt=0, lt=0.5, description="Share of the run's budget (of 1/σ²) for the gate.")
-    max_rows_per_person: int = Field(
-        default=10, ge=1, le=1000,
-        description="Rows per person of a child table the gate compares (both sides bounded alike): a person "
-        "moves a child table's statistics by at most this many rows.")
-    validation: ValidationConfig = Field(
-        default_factory=lambda: ValidationConfig(utility=False),
-        description="The single-table gate's settings, applied to every component (no utility check: the "
-        "components have no holdout). Its false_alarm is split over the components.")
 
 
 @dataclass

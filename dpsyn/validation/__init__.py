@@ -8,7 +8,7 @@ DP reference), :mod:`~dpsyn.validation.html` (the report page), :mod:`~dpsyn.val
 benchmark metrics).
 """
 
-from dpsyn.validation.config import ValidationConfig
+from dpsyn.validation.config import DatasetGateConfig, ValidationConfig
 from dpsyn.validation.fidelity import column_histograms, fidelity_statistics, pair_statistics
 from dpsyn.validation.gate import (
     VALIDATION_LABEL,
@@ -21,6 +21,6 @@ from dpsyn.validation.gate import (
 from dpsyn.validation.report import CheckResult, ColumnHistogram, ValidationReport
 from dpsyn.validation.stats import RealStatistics
 
-__all__ = ["VALIDATION_LABEL", "CheckResult", "ColumnHistogram", "RealStatistics", "ValidationConfig",
+__all__ = ["VALIDATION_LABEL", "CheckResult", "ColumnHistogram", "DatasetGateConfig", "RealStatistics", "ValidationConfig",
            "ValidationReport", "column_histograms", "fidelity_statistics", "gate_rules", "pair_statistics",
            "plan_validation", "real_statistics_for", "validate", "validate_files"]

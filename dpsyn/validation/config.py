@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ValidationConfig"]
+__all__ = ["DatasetGateConfig", "ValidationConfig"]
 
 
 class ValidationConfig(BaseModel):
@@ -134,3 +134,18 @@ class ValidationConfig(BaseModel):
         "budget (post-processing); the canaries slightly perturb the synthetic table.",
     )
     audit_canaries: int = Field(default=1000, ge=20, description="Canaries for the in-run audit.")
+
+
+class DatasetGateConfig(BaseModel):
+    """Public settings of the gate across tables."""
+
+    model_config = ConfigDict(extra="forbid")
+    share: float = Field(default=0.15, gt=0, lt=0.5, description="Share of the run's budget (of 1/σ²) for the gate.")
+    max_rows_per_person: int = Field(
+        default=10, ge=1, le=1000,
+        description="Rows per person of a child table the gate compares (both sides bounded alike): a person "
+        "moves a child table's statistics by at most this many rows.")
+    validation: ValidationConfig = Field(
+        default_factory=lambda: ValidationConfig(utility=False),
+        description="The single-table gate's settings, applied to every component (no utility check: the "
+        "components have no holdout). Its false_alarm is split over the components.")

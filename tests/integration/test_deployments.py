@@ -34,7 +34,8 @@ def test_every_entrypoint_is_a_flow_with_valid_parameters():
 
     deps = _spec()["deployments"]
     assert {d["entrypoint"] for d in deps} == {"flows/synthesize.py:synthesize", "flows/drift.py:monitor_drift",
-                                                "flows/audit.py:audit", "flows/fairness.py:audit_fairness"}
+                                                "flows/audit.py:audit", "flows/fairness.py:audit_fairness",
+                                                "flows/dataset.py:synthesize_dataset"}
     for dep in deps:
         fl = _flow(dep["entrypoint"])
         assert isinstance(fl, Flow)

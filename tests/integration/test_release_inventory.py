@@ -215,11 +215,12 @@ def test_a_validate_run_is_classified_and_leaks_nothing(synthesize_run, input_fi
 
 def test_the_inventory_itself_is_sound():
     """No entry lets a private value into a published place; every MLflow config param is a real config field."""
-    from dpsyn.config import DriftMonitorConfig, SynthesizeConfig
+    from dpsyn.config import DatasetRunConfig, DriftMonitorConfig, SynthesizeConfig
 
     assert not [e for e in INVENTORY if e.kind == "private" and e.place in PUBLISHED_PLACES
                 and e.pattern != "*noise_seed"]
-    fields = set(SynthesizeConfig.model_fields) | set(DriftMonitorConfig.model_fields) | {"synth", "training"}
+    fields = (set(SynthesizeConfig.model_fields) | set(DriftMonitorConfig.model_fields)
+              | set(DatasetRunConfig.model_fields) | {"synth", "training", "budget_shares"})
     params = {e.pattern.split(".")[0] for e in INVENTORY if e.place == "mlflow.param" and e.kind == "public"}
     assert params <= fields, params - fields
     assert set(SynthesizeConfig.model_fields) <= params, set(SynthesizeConfig.model_fields) - params
