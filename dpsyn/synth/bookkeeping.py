@@ -188,29 +188,38 @@ class BookKeeping:
         return result, norms
 
     def _unit_sq_norms(self, outs, used, units: torch.Tensor, dtype) -> torch.Tensor:
-        """‖Σ_{i∈u} ∇L_i‖² per unit without per-unit gradients: Σ_{i,j∈u} (g_i·g_j)(a_i·a_j + 1[bias]) per layer,
-        summed over the pairs of rows of one unit (rows sorted by unit; pair offsets up to the largest unit)."""
+        """‖Σ_{i∈u} ∇L_i‖² per unit without per-unit gradients: Σ_{i,j∈u} (g_i·g_j)(a_i·a_j + 1[bias]) per layer.
+        The diagonal (i = j) is the per-row formula; the pairs i ≠ j of one unit are found once (rows sorted by
+        unit, offsets up to the largest unit) and only their rows are gathered."""
         n_units = int(units.max()) + 1 if len(units) else 0
         sq = torch.zeros(n_units, dtype=dtype)
+        pieces = [(self.layers[i], self._acts[i], g) for i, g in zip(used, outs, strict=True) if g is not None]
+        diag = torch.zeros(len(units), dtype=dtype)
+        for layer, a, g in pieces:
+            g_norm = torch.linalg.vector_norm(g, dim=1)
+            if layer.weight.requires_grad:
+                diag.add_((torch.linalg.vector_norm(a, dim=1) * g_norm).square_())
+            if layer.bias is not None and layer.bias.requires_grad:
+                diag.add_(g_norm.square_())
+        sq.index_add_(0, units, diag)
         order = torch.argsort(units, stable=True)
         u = units[order]
         span = int(torch.bincount(units).max()) if len(units) else 0
-        pieces = []
-        for i, g in zip(used, outs, strict=True):
-            if g is not None:
-                pieces.append((self.layers[i], self._acts[i][order].to(g.dtype), g[order]))
-        for d in range(span):  # rows r and r + d of the sorted batch, when they belong to one unit
-            same = u[d:] == u[:len(u) - d]
-            if not bool(same.any()):
-                continue
-            contrib = torch.zeros(int(same.sum()), dtype=dtype)
+        left, right = [], []
+        for d in range(1, span):  # rows r and r + d of the sorted batch, when they belong to one unit
+            r = torch.nonzero(u[d:] == u[:len(u) - d]).flatten()
+            left.append(order[r])
+            right.append(order[r + d])
+        if left:
+            i, j = torch.cat(left), torch.cat(right)
+            off = torch.zeros(len(i), dtype=dtype)
             for layer, a, g in pieces:
-                gg = (g[d:][same] * g[:len(u) - d][same]).sum(dim=1)
+                gg = (g[i] * g[j]).sum(dim=1)
                 if layer.weight.requires_grad:
-                    contrib.add_(gg * (a[d:][same] * a[:len(u) - d][same]).sum(dim=1))
+                    off.add_(gg * (a[i].to(g.dtype) * a[j].to(g.dtype)).sum(dim=1))
                 if layer.bias is not None and layer.bias.requires_grad:
-                    contrib.add_(gg)
-            sq.index_add_(0, u[d:][same], contrib if d == 0 else 2 * contrib)  # (r, r+d) and (r+d, r)
+                    off.add_(gg)
+            sq.index_add_(0, units[i], 2 * off)  # (i, j) and (j, i)
         return sq.clamp_(min=0.0)
 
     def _clip(self, outs, used, b, dtype, bound, units=None):
