@@ -101,6 +101,10 @@ class DatasetRunConfig(BaseModel):
     lineage_url: str | None = Field(default=None, description="Lineage ledger URL; default $DPSYN_LINEAGE_URL or "
                                     "$DPSYN_HOME/lineage.db.")
 
+    def run_name(self) -> str:
+        """The flow run's and the MLflow run's name: the dataset and ε (public configuration)."""
+        return f"dataset-{Path(self.dataset).name.removesuffix('.yaml')}-eps{self.privacy.epsilon:g}"
+
 
 class SynthesizeConfig(BaseModel):
     """Everything one ``synthesize`` run needs."""

@@ -21,7 +21,7 @@ def dataset_run_name() -> str:
     raw = flow_run.parameters.get("config")
     try:
         cfg = raw if isinstance(raw, DatasetRunConfig) else DatasetRunConfig.model_validate(raw)
-        return f"dataset-{cfg.dataset.rsplit('/', 1)[-1].removesuffix('.yaml')}-eps{cfg.privacy.epsilon:g}"
+        return cfg.run_name()
     except Exception:  # a name is advice: a bad parameter fails the run itself
         return "synthesize-dataset"
 

@@ -20,13 +20,6 @@ def run_id() -> str:
     return str(flow_run.id or uuid.uuid4().hex).replace("-", "")
 
 
-def reports_dir(rid: str) -> Path:
-    """Where a dataset run's gate report goes when nothing is published (its MLflow run logs it from there)."""
-    from dpsyn.home import dpsyn_home
-
-    return dpsyn_home() / "reports" / rid
-
-
 @task(name="mlflow-start-dataset-run", **mlf.NOCACHE)
 def start(config, rid: str) -> str:
     """Open the MLflow run (the config as params, the run id and orchestrator as tags)."""
@@ -36,7 +29,7 @@ def start(config, rid: str) -> str:
 @private_task("synthesize-dataset", timeout_seconds=FIT_TIMEOUT_S)
 def synthesize(config, rid: str) -> dict:
     """Reserve, read, fit, sample, gate, watermark, publish, settle (dpsyn.relational.run_dataset)."""
-    from dpsyn.relational import run_dataset
+    from dpsyn.relational import reports_dir, run_dataset
 
     return run_dataset(config.dataset, config.data, config.out, privacy=config.privacy,
                        config=config.synthesizer_config, gate=config.gate,
@@ -48,6 +41,8 @@ def synthesize(config, rid: str) -> dict:
 @task(name="mlflow-close-dataset-run", **mlf.NOCACHE)
 def close(mlflow_run_id: str, rid: str, config, manifest: dict | None) -> None:
     """Log what the run released (or, stopped, the gate's report) and end the MLflow run."""
+    from dpsyn.relational import reports_dir
+
     reports = Path(config.out) if manifest is not None else reports_dir(rid)
     mlf.log_dataset_result(mlflow_run_id, manifest=manifest, reports=reports)
     mlf.end_run(mlflow_run_id, "FINISHED" if manifest is not None else "FAILED")

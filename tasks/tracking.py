@@ -650,10 +650,9 @@ def end_run_task(ctx, status: str) -> None:
 # -- related tables (flows/dataset.py) --------------------------------------------------------------------------
 def start_dataset_run(config, run_id: str) -> str:
     """The MLflow run of one dataset run: its config as params; the dpsyn run id (the flow run's) as a tag."""
-    name = f"dataset-{Path(str(config.dataset)).stem}-eps{config.privacy.epsilon:g}"
     params = config.model_dump(mode="json", exclude={"privacy": {"noise_seed"}})  # a noise seed is never logged
     return start_run(config.experiment, params,
-                     tags={"mlflow.runName": name, "dpsyn.flow": "synthesize-dataset", "dpsyn.run_id": run_id,
+                     tags={"mlflow.runName": config.run_name(), "dpsyn.flow": "synthesize-dataset", "dpsyn.run_id": run_id,
                            "dpsyn.orchestrator": "prefect"})
 
 

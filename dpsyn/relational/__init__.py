@@ -7,7 +7,7 @@ one folder published atomically, the budget settled).
 """
 
 from dpsyn.relational.io import read_dataset, write_dataset
-from dpsyn.relational.run import run_dataset
+from dpsyn.relational.run import reports_dir, run_dataset
 from dpsyn.relational.schema import DatasetSchema, load_dataset_schema, parse_dataset_schema
 from dpsyn.relational.synth import (
     RelationalConfig,
@@ -20,4 +20,4 @@ from dpsyn.relational.synth import (
 
 __all__ = ["DatasetSchema", "RelationalConfig", "RelationalSynthesizer", "budget_shares", "create_relational",
            "list_relational_synthesizers", "load_dataset_schema", "parse_dataset_schema", "read_dataset",
-           "register_relational_synthesizer", "run_dataset", "write_dataset"]
+           "register_relational_synthesizer", "reports_dir", "run_dataset", "write_dataset"]

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsyn.errors import ConfigError, GateFailedError, InputError
+from dpsyn.errors import ConfigError, InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant, gaussian_epsilon
 from dpsyn.privacy.unit import bound_contributions
 from dpsyn.relational.schema import DatasetSchema
@@ -55,6 +55,7 @@ from dpsyn.validation import (
     real_statistics_for,
     validate,
 )
+from dpsyn.validation.report import raise_for_verdict
 
 __all__ = ["COUNT_PART", "GATE_TAIL", "DatasetGateConfig", "DatasetReport", "gate_dataset"]
 
@@ -85,26 +86,12 @@ class DatasetReport:
         return {"verdict": self.verdict, "tables": {t: r.model_dump() for t, r in self.reports.items()},
                 "cross_table": self.cross_table}
 
-    def raise_if_failed(self, *, allow_uninformative: bool = False, report_at: str = "",
+    def raise_if_failed(self, *, allow_uninformative: bool = False, report_at: str | None = None,
                         details: dict | None = None) -> None:
-        """A failing (or, unless allowed, an uninformative) gate publishes nothing."""
-        where = f" (report with every check: {report_at})" if report_at else ""
-        checks = self.checks()
-        bad = [c for c in checks if c["status"] == "failed"]
-        if bad:
-            names = [f"{c['name']} ({c['value']:.3f} > {c['limit']:.3f})" for c in bad]
-            raise GateFailedError(f"validation gate failed {len(bad)} of {len(checks)} checks across the dataset's "
-                                  f"tables: {', '.join(names)}; nothing was published{where}",
-                                  failures=[c["name"] for c in bad],
-                                  details={**(details or {}), "gate": "failed",
-                                           "failed_checks": [c["name"] for c in bad]})
-        if self.verdict == "uninformative" and not allow_uninformative:
-            weak = [c["name"] for c in checks if c["status"] == "uninformative" and c.get("primary")]
-            raise GateFailedError(
-                f"the validation gate cannot judge this dataset at this ε: {', '.join(weak)} are uninformative "
-                "(their DP noise exceeds what they must resolve); use more persons or a larger ε, or lower the "
-                f"gate's max_rows_per_person; nothing was published{where}", failures=weak,
-                details={**(details or {}), "gate": "uninformative", "uninformative_checks": weak})
+        """A failing (or, unless allowed, an uninformative) gate publishes nothing (the single-table rule,
+        :func:`dpsyn.validation.report.raise_for_verdict`, over every table's checks)."""
+        raise_for_verdict({"checks": self.checks(), "verdict": self.verdict}, allow_uninformative=allow_uninformative,
+                          details=details, report_at=report_at, what="dataset")
 
     def to_html(self, *, title: str = "dpsyn validation report (related tables)", context: dict | None = None
                 ) -> str:
@@ -156,18 +143,14 @@ class DatasetReport:
 
 
 def _child_frame_of_synthetic(c, synthetic: dict[str, pd.DataFrame], dataset: DatasetSchema, k: int,
-                              rng: np.random.Generator) -> pd.DataFrame:
-    """A synthetic child table as its component: at most ``k`` rows per synthetic person (a random subset), joined
-    with the synthetic person's ``condition_on`` columns (post-processing)."""
+                              noise: NoiseSource) -> pd.DataFrame:
+    """A synthetic child table as its component: at most ``k`` rows per synthetic person (the real side's random
+    rule, :func:`bound_contributions`), joined with the synthetic person's ``condition_on`` columns
+    (post-processing)."""
     persons = synthetic[dataset.root.name]
     rows = synthetic[c.name]
     codes, _ = pd.factorize(rows[c.ref.foreign_key].astype("string"))
-    order = np.lexsort((rng.random(len(codes)), codes))  # a random order within each person
-    rank = np.empty(len(codes), dtype=np.int64)
-    starts = np.r_[0, np.flatnonzero(np.diff(codes[order])) + 1] if len(codes) else np.zeros(0, dtype=np.int64)
-    run = np.diff(np.r_[starts, len(codes)])
-    rank[order] = np.arange(len(codes)) - np.repeat(starts, run)
-    rows = rows.loc[rank < k].reset_index(drop=True)
+    rows = rows.loc[bound_contributions(codes, k, noise)].reset_index(drop=True)
     index = pd.Series(np.arange(len(persons)), index=persons[dataset.person.key].astype("string").to_numpy())
     at = index.reindex(rows[c.ref.foreign_key].astype("string").to_numpy()).to_numpy()
     if pd.isna(at).any():
@@ -230,7 +213,6 @@ def gate_dataset(model, tables: dict[str, pd.DataFrame], synthetic: dict[str, pd
     vcfg = config.validation.model_copy(update={"utility": False, "audit": False,
                                                 "false_alarm": config.validation.false_alarm / len(components)})
     root_df, root_codes, children = bound_tables(tables, ds, noise)
-    rng = np.random.default_rng(int(noise.uniform(1)[0] * 2**31))  # the synthetic side's subsets (public)
     reports: dict[str, ValidationReport] = {}
     cross: dict[str, list[str]] = {}
     for name in components:
@@ -250,7 +232,7 @@ def gate_dataset(model, tables: dict[str, pd.DataFrame], synthetic: dict[str, pd
             keep = bound_contributions(pc, k, noise)
             schema = model.child_schemas_[name]
             real = model.child_frame(c, df.loc[keep].reset_index(drop=True), pc[keep], root_df, root_codes)
-            synth = _child_frame_of_synthetic(c, synthetic, ds, k, rng)
+            synth = _child_frame_of_synthetic(c, synthetic, ds, k, noise)
             spanning = set(c.ref.condition_on)
         # the component's row count: one Gaussian release, sensitivity k per person
         n_hat = float(len(real)) + float(noise.normal_numpy(1, sigma_count * k)[0])

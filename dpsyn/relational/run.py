@@ -29,9 +29,14 @@ from dpsyn.relational.release import lineage_releases, watermark_tables
 from dpsyn.relational.schema import load_dataset_schema
 from dpsyn.relational.synth import create_relational
 
-__all__ = ["run_dataset"]
+__all__ = ["reports_dir", "run_dataset"]
 
 logger = logging.getLogger(__name__)
+
+
+def reports_dir(run_id: str) -> Path:
+    """Where a dataset run's gate report goes when nothing is published: ``$DPSYN_HOME/reports/<run id>``."""
+    return dpsyn_home() / "reports" / run_id
 
 
 def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, privacy: PrivacyConfig | dict,
@@ -59,7 +64,7 @@ def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, priva
     population = ds.population or ds.name
     delta = privacy.resolved_delta(ds.root_schema.population_size)
     run_id = run_id or uuid.uuid4().hex
-    reports = Path(reports) if reports is not None else dpsyn_home() / "reports" / run_id
+    reports = Path(reports) if reports is not None else reports_dir(run_id)
     budget_key = f"relational:{run_id}"
     ledger = BudgetLedger(ledger_url)
     ledger.reserve(population, budget_key, epsilon=privacy.epsilon, delta=delta, cap=lifetime_epsilon,

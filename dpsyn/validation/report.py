@@ -116,23 +116,27 @@ class ValidationReport(BaseModel):
 _REPORT_AT = " (report with every check and plot: validation_report.html in the MLflow run's reports/)"
 
 
-def raise_for_verdict(report: dict, *, allow_uninformative: bool = False, details: dict | None = None) -> None:
+def raise_for_verdict(report: dict, *, allow_uninformative: bool = False, details: dict | None = None,
+                      report_at: str | None = None, what: str = "table") -> None:
     """A failing (or, unless allowed, an uninformative) gate publishes nothing: raise :class:`GateFailedError`
     naming the failed checks, or saying the table is too small for the gate at this ε. ``details`` (what the run
-    spent, its ids) ride on the error with the check names."""
+    spent, its ids) ride on the error with the check names; ``report_at`` says where the full report is (default:
+    the MLflow run's reports/); ``what`` names what was judged (a "table", a "dataset")."""
+    where = _REPORT_AT if report_at is None else f" (report with every check and plot: {report_at})"
+    allow = "allow_uninformative (--allow-uninformative)" if what == "dataset" else "validation.allow_uninformative=true"
     checks = report["checks"]
     bad = [c for c in checks if c.get("status", "passed" if c.get("passed") else "failed") == "failed"]
     if bad:
         names = [f"{c['name']} ({c['value']:.3f} > {c['limit']:.3f})" for c in bad]
         raise GateFailedError(f"validation gate failed {len(bad)} of {len(checks)} checks: {', '.join(names)}; "
-                              f"nothing was published{_REPORT_AT}", failures=[c["name"] for c in bad],
+                              f"nothing was published{where}", failures=[c["name"] for c in bad],
                               details={**(details or {}), "gate": "failed", "failed_checks": [c["name"] for c in bad]})
     if report.get("verdict") == "uninformative" and not allow_uninformative:
         weak = [c["name"] for c in checks if c.get("status") == "uninformative" and c.get("primary")]
         raise GateFailedError(
-            f"the validation gate cannot judge this table at this ε: its checks {', '.join(weak)} are uninformative "
+            f"the validation gate cannot judge this {what} at this ε: its checks {', '.join(weak)} are uninformative "
             "(their DP noise exceeds what they must resolve); use more rows or a larger ε (see `dpsyn run` "
-            "preflight), or set validation.allow_uninformative=true to publish with the manifest saying so; "
-            f"nothing was published{_REPORT_AT}", failures=weak,
+            f"preflight), or set {allow} to publish with the manifest saying so; "
+            f"nothing was published{where}", failures=weak,
             details={**(details or {}), "gate": "uninformative", "uninformative_checks": weak})
 
