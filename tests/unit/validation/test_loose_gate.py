@@ -46,3 +46,13 @@ def test_a_gate_that_loosens_only_the_per_column_thresholds_still_judges_tails_a
 
     assert verdict(partial) == "failed"
     assert verdict({**LOOSE, "utility": False}) == "passed"
+
+
+def test_the_loose_gate_fails_no_check_on_noise_alone():
+    """A check whose exact value meets its threshold fails only if its noise exceeds the margin: under LOOSE that
+    is 8 noise stds (probability < 1e-15 per check), not the family-wise 5 % of the default."""
+    from scipy.stats import norm
+
+    cfg = ValidationConfig(**LOOSE)
+    assert cfg.noise_margin is not None and norm.sf(cfg.noise_margin) < 1e-15
+    assert ValidationConfig().noise_margin is None  # the default: one z from false_alarm over the family
