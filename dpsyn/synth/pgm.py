@@ -14,7 +14,7 @@ accountant (PRV or RDP) composes it with everything else:
    L1 error its own measurement would add (AIM's penalty, McKenna et al. 2022), within a junction-tree size cap;
 4. **measure** the selected pairs (Gaussian, L2 sensitivity √Σw_r²);
 5. **estimate** a graphical model from all measurements with mbi 2.0's mirror descent (post-processing), and
-   sample rows i.i.d. from it (:mod:`dpsyn.synth.pgm_model`).
+   sample rows from it (:mod:`dpsyn.synth.pgm_model`; systematic within parent groups, as mbi does).
 
 **Task-oriented on top** (``task``): the target's labels come from the DP task model
 (:func:`dpsyn.synth.classifier.train_classifier`, DP-SGD) trained on ``task_share`` of ε, mixed in logit space

@@ -1,4 +1,4 @@
-"""Private-PGM estimation (``mbi`` 2.0) and i.i.d. sampling for the marginal backbone ``pgm``.
+"""Private-PGM estimation (``mbi`` 2.0) and sampling for the marginal backbone ``pgm``.
 
 Everything here is post-processing of noisy marginals released by :mod:`dpsyn.synth.pgm`: domain compression
 from a noisy one-way release, the graphical model estimated from noisy measurements (McKenna, Sheldon & Miklau
@@ -6,8 +6,9 @@ from a noisy one-way release, the graphical model estimated from noisy measureme
 
 The fitted :class:`GraphicalModel` keeps only numpy tables derived from the estimate (conditional probability
 tables along the junction tree's elimination order, the log-potentials that touch the target, and how to
-decompress each column): no jax object, no row. Rows are drawn i.i.d. with the caller's generator (mbi's own
-``synthetic_data`` uses numpy's global generator, which a reproducible, explicit-randomness library cannot).
+decompress each column): no jax object, no row. Rows are drawn with the caller's generator, each column by
+systematic sampling within the groups of rows that share its parents (mbi's own ``synthetic_data`` rounds counts
+the same way but uses numpy's global generator, which a reproducible, explicit-randomness library cannot).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 
 import numpy as np
 
-__all__ = ["Compression", "GraphicalModel", "estimate_model", "junction_tree_cells", "pair_counts"]
+__all__ = ["Compression", "GraphicalModel", "estimate_model", "junction_tree_cells", "pair_counts", "stratified_uniforms"]
 
 
 #: XLA's backend optimisation level for the many small programs mbi compiles (a few hundred per fit, each op and
@@ -94,9 +95,31 @@ class Compression:
             c = codes[:, j]
             is_rare = c >= len(kept)
             out[:, j] = kept[np.minimum(c, len(kept) - 1)]
-            if is_rare.any():
-                out[is_rare, j] = rare[rng.choice(len(rare), size=int(is_rare.sum()), p=self.rare_p[j])]
+            if is_rare.any():  # systematic, as the model's own draws (GraphicalModel.sample)
+                u = stratified_uniforms(np.zeros(int(is_rare.sum()), dtype=np.int64), rng)
+                pick = np.searchsorted(np.cumsum(self.rare_p[j]), u, side="right")
+                out[is_rare, j] = rare[np.minimum(pick, len(rare) - 1)]
         return out
+
+
+def stratified_uniforms(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One U(0, 1) draw per row, systematic within each group: a group's m rows, in a random order, get
+    (r + U_g)/m for r = 0..m-1 and one offset U_g ~ U(0, 1) per group. Each row's draw is uniform, so inverting a
+    cdf with it samples that row from its distribution; a group's draws are spread evenly, so each code's count
+    in the group is ⌊m·p⌋ or ⌈m·p⌉ (systematic sampling) instead of binomial."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0)
+    order = np.lexsort((rng.random(n), groups))
+    g = groups[order]
+    start = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+    size = np.diff(np.r_[start, n])
+    first = np.repeat(start, size)
+    which = np.repeat(np.arange(len(start)), size)
+    offset = rng.random(len(start))
+    u = np.empty(n)
+    u[order] = (np.arange(n) - first + offset[which]) / size[which]
+    return u
 
 
 def posterior_mean_count(noisy: np.ndarray, std: float) -> np.ndarray:
@@ -129,7 +152,7 @@ def junction_tree_cells(sizes: list[int], cliques: list[tuple[int, ...]]) -> int
 
 
 class GraphicalModel:
-    """An estimated graphical model over compressed codes, as numpy tables for i.i.d. forward sampling."""
+    """An estimated graphical model over compressed codes, as numpy tables for forward sampling."""
 
     def __init__(self, sizes: list[int], order: list[int], parents: list[tuple[int, ...]],
                  cdfs: list[np.ndarray], target_terms: list[tuple[tuple[int, ...], np.ndarray]] | None):
@@ -137,12 +160,18 @@ class GraphicalModel:
         self.target_terms = target_terms
         self.one_way: list[np.ndarray] = []
 
-    def sample(self, n: int, *, rng: np.random.Generator) -> np.ndarray:
-        """``n`` rows of compressed codes, each drawn independently from the model."""
+    def sample(self, n: int, *, rng: np.random.Generator, stratified: bool = True) -> np.ndarray:
+        """``n`` rows of compressed codes drawn along the sampling order.
+
+        ``stratified`` (default): each column is drawn by systematic sampling within each group of rows that share
+        its parents' codes (:func:`stratified_uniforms`), so a group of m rows holds each code ⌊m·p⌋ or ⌈m·p⌉
+        times, p its conditional probability; every row's marginal law is the model's, only the sampling noise
+        across rows is smaller (mbi's own ``synthetic_data`` rounds the same way). False: i.i.d. rows."""
         out = np.zeros((n, len(self.sizes)), dtype=np.int64)
         for col, par, cdf in zip(self.order, self.parents, self.cdfs, strict=True):
-            row = np.ravel_multi_index(tuple(out[:, p] for p in par), [self.sizes[p] for p in par]) if par else 0
-            u = rng.random(n)
+            row = np.ravel_multi_index(tuple(out[:, p] for p in par), [self.sizes[p] for p in par]) if par else \
+                np.zeros(n, dtype=np.int64)
+            u = stratified_uniforms(row, rng) if stratified else rng.random(n)
             k = (cdf[row] < u[:, None]).sum(axis=1) if par else np.searchsorted(cdf[0], u, side="right")
             out[:, col] = np.minimum(k, self.sizes[col] - 1)
         return out

@@ -13,7 +13,7 @@ from dpsyn.privacy import PrivacyAccountant
 from dpsyn.schema import parse_schema
 from dpsyn.synth import create
 from dpsyn.synth.pgm import ONE_WAY_LABEL, PAIRS_LABEL, SELECT_LABEL, TASK_LABEL, kruskal, match_prior, use_task_model
-from dpsyn.synth.pgm_model import Compression, posterior_mean_count
+from dpsyn.synth.pgm_model import Compression, GraphicalModel, posterior_mean_count, stratified_uniforms
 
 SCHEMA = """
 name: tiny
@@ -112,6 +112,36 @@ def test_a_code_within_the_noise_keeps_mass_by_its_posterior_mean():
     assert np.all(p > 0) and p[0] > p[1] and p.sum() == pytest.approx(1.0)
     m = posterior_mean_count(np.array([-30.0, 0.0, 50.0]), 10.0)
     assert m[0] > 0 and m[1] == pytest.approx(10.0 * np.sqrt(2 / np.pi)) and m[2] == pytest.approx(50.0, abs=1e-4)
+
+
+def test_stratified_uniforms_are_uniform_per_row_and_even_per_group():
+    rng = np.random.default_rng(0)
+    groups = np.repeat([3, 0, 7], [10, 25, 1])[rng.permutation(36)]
+    u = stratified_uniforms(groups, rng)
+    for g, m in ((3, 10), (0, 25), (7, 1)):  # one draw in each 1/m stratum of its group
+        assert sorted(np.floor(u[groups == g] * m).astype(int)) == list(range(m))
+    # each row's draw is U(0, 1): over many repetitions a fixed row's draws have mean 1/2, variance 1/12
+    draws = np.array([stratified_uniforms(groups, np.random.default_rng(s))[0] for s in range(4000)])
+    assert draws.mean() == pytest.approx(0.5, abs=0.02) and draws.var() == pytest.approx(1 / 12, abs=0.01)
+
+
+def test_sampling_rounds_each_parent_groups_counts_where_iid_draws_scatter():
+    """Systematic sampling within parent groups: a code of probability p among m rows of a group appears ⌊m·p⌋ or
+    ⌈m·p⌉ times (mbi's synthetic_data rounds the same way); i.i.d. draws scatter binomially. Same law per row."""
+    p0 = np.array([0.5, 0.3, 0.2])
+    cond = np.array([[0.9, 0.1], [0.25, 0.75], [0.5, 0.5]])  # p(col 1 | col 0)
+    model = GraphicalModel([3, 2], [0, 1], [(), (0,)], [np.cumsum(p0)[None, :], np.cumsum(cond, axis=1)], None)
+    n = 1000
+    for seed in range(5):
+        out = model.sample(n, rng=np.random.default_rng(seed))
+        c0 = np.bincount(out[:, 0], minlength=3)
+        assert np.all(np.abs(c0 - n * p0) < 1)
+        for g in range(3):
+            c1 = np.bincount(out[out[:, 0] == g, 1], minlength=2)
+            assert np.all(np.abs(c1 - c0[g] * cond[g]) < 1)
+    iid = [np.bincount(model.sample(n, rng=np.random.default_rng(s), stratified=False)[:, 0], minlength=3)
+           for s in range(5)]
+    assert max(np.abs(c - n * p0).max() for c in iid) > 1  # the test can tell the two apart
 
 
 def test_kruskal_builds_a_maximum_spanning_tree():
