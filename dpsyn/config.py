@@ -91,6 +91,10 @@ class DatasetRunConfig(BaseModel):
     overwrite: bool = Field(default=False, description="Replace a non-empty output folder.")
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
     synthesizer_config: dict[str, Any] = Field(default_factory=dict, description="RelationalConfig settings.")
+    scrub: ScrubConfig = Field(default_factory=ScrubConfig, description="PII scrubbing of every table's text "
+                               "columns that the model reads (dpsyn.relational.prepare).")
+    mask: MaskConfig = Field(default_factory=MaskConfig, description="Masking of every table by tier; "
+                             "k-anonymity is refused for a dataset.")
     gate: DatasetGateConfig = Field(default_factory=DatasetGateConfig)
     allow_uninformative: bool = Field(
         default=False, description="Publish a dataset too small for the gate to judge at this ε (the manifest says "

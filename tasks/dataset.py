@@ -35,7 +35,8 @@ def synthesize(config, rid: str) -> dict:
                        config=config.synthesizer_config, gate=config.gate,
                        allow_uninformative=config.allow_uninformative, reports=reports_dir(rid),
                        ledger_url=config.budget.ledger_url, lineage_url=config.lineage_url,
-                       lifetime_epsilon=config.budget.lifetime_epsilon, overwrite=config.overwrite, run_id=rid)
+                       lifetime_epsilon=config.budget.lifetime_epsilon, overwrite=config.overwrite, run_id=rid,
+                       scrub=config.scrub, mask=config.mask)
 
 
 @task(name="mlflow-close-dataset-run", **mlf.NOCACHE)

@@ -1,9 +1,10 @@
-"""One run over a dataset of related tables: reserve, read, fit, sample, gate, watermark, publish one folder, settle.
+"""One run over a dataset of related tables: reserve, read, scrub and mask, fit, sample, gate, watermark, publish one
+folder, settle.
 
 The budget protocol is the single-table run's (write-ahead, dpsyn/privacy/budget): the whole (ε, δ) is reserved in
 the population's lifetime budget before any file is read; a run that fails after reading is charged what it
 reserved (a crash never under-counts), a run stopped by its gate what it spent; one that fails before reading
-releases it. The gate across tables (:mod:`dpsyn.relational.gate`) judges the synthetic tables before anything is
+releases it. Each table is scrubbed and masked (:mod:`dpsyn.relational.prepare`) before anything is fitted. The gate across tables (:mod:`dpsyn.relational.gate`) judges the synthetic tables before anything is
 published: a failing (or, unless allowed, an uninformative) gate publishes nothing and writes its report (DP) to
 ``reports``. A release is one folder: one CSV per table, each with its own watermark code
 (:mod:`dpsyn.relational.release`), ``validation_report.json``/``.html`` and ``manifest.json``, recorded in the
@@ -21,10 +22,13 @@ from pathlib import Path
 from dpsyn.errors import GateFailedError
 from dpsyn.home import dpsyn_home
 from dpsyn.io import check_output_dir, probe_writable
+from dpsyn.masking import MaskConfig
+from dpsyn.pii import ScrubConfig
 from dpsyn.privacy import NoiseSource, PrivacyConfig
 from dpsyn.privacy.budget import BudgetLedger
 from dpsyn.relational.gate import DatasetGateConfig, gate_dataset
 from dpsyn.relational.io import read_dataset, write_dataset
+from dpsyn.relational.prepare import check_mask, prepare_dataset
 from dpsyn.relational.release import lineage_releases, watermark_tables
 from dpsyn.relational.schema import load_dataset_schema
 from dpsyn.relational.synth import create_relational
@@ -44,17 +48,21 @@ def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, priva
                 allow_uninformative: bool = False, reports: str | Path | None = None,
                 ledger_url: str | None = None, lineage_url: str | None = None,
                 lifetime_epsilon: float | None = None, overwrite: bool = False, run_id: str | None = None,
-                key=None) -> dict:
+                key=None, scrub=None, mask=None) -> dict:
     """Synthesize every table of ``dataset`` (a dataset schema path or shipped name) from the files in ``data``
     and publish them at ``out`` if the gate across tables passes; returns the manifest.
 
     ``reports``: where the gate's report goes when nothing is published (default ``$DPSYN_HOME/reports/<run
     id>``); ``allow_uninformative`` publishes a dataset too small for the gate to judge at this ε, the manifest
-    saying so; ``key``: the watermark key (default :func:`dpsyn.watermark.load_key`)."""
+    saying so; ``key``: the watermark key (default :func:`dpsyn.watermark.load_key`); ``scrub``, ``mask``: a
+    :class:`dpsyn.pii.ScrubConfig` and a :class:`dpsyn.masking.MaskConfig` (or their dicts) for every table."""
     from dpsyn.lineage import Ledger
     from dpsyn.watermark import load_key
 
     ds = load_dataset_schema(dataset)
+    scrub = scrub if isinstance(scrub, ScrubConfig) else ScrubConfig(**(scrub or {}))
+    mask = mask if isinstance(mask, MaskConfig) else MaskConfig(**(mask or {}))
+    check_mask(mask)  # before any budget is reserved
     privacy = privacy if isinstance(privacy, PrivacyConfig) else PrivacyConfig(**privacy)
     gate = gate if isinstance(gate, DatasetGateConfig) else DatasetGateConfig(**(gate or {}))
     out = Path(out)
@@ -75,7 +83,7 @@ def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, priva
     try:
         ledger.mark_read(budget_key)
         read = True
-        tables = read_dataset(ds, data)
+        tables = prepare_dataset(ds, read_dataset(ds, data), scrub=scrub, mask=mask)
         model = create_relational(synthesizer, config, privacy=privacy.model_copy(update={"delta": delta}))
         model.fit(tables, ds, gate_share=gate.share)
         synthetic = model.sample()

@@ -32,9 +32,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dpsyn.errors import SchemaError
-from dpsyn.schema import ColumnKind, TableSchema, load_schema
+from dpsyn.schema import ColumnKind, TableSchema, Tier, load_schema
 
-__all__ = ["ChildTable", "DatasetSchema", "PersonKey", "SelectSpec", "TableRef", "load_dataset_schema"]
+__all__ = ["ChildTable", "DatasetSchema", "PersonKey", "SelectSpec", "TableRef", "load_dataset_schema", "modelled"]
 
 
 class _Strict(BaseModel):
@@ -182,15 +182,18 @@ def _resolve(raw: _Raw, base: Path | None, source: str) -> DatasetSchema:
         if t.foreign_key not in s.column_names or s.column(t.foreign_key).kind != ColumnKind.identifier:
             problems.append(f"'{t.name}'.{t.foreign_key} must be an identifier column of its schema")
         for c in t.condition_on:
-            if c not in root_schema.column_names or not root_schema.column(c).synthesizable:
+            if c not in root_schema.column_names or not modelled(root_schema.column(c)):
                 problems.append(f"'{t.name}' conditions on '{c}', which is not a synthesizable column of "
-                                f"'{root.name}'")
+                                f"'{root.name}' kept by masking (L1 is dropped unless it declares generalize)")
             elif c in s.column_names:
                 problems.append(f"'{t.name}' has its own column '{c}': rename it or drop it from condition_on")
         for c in t.select:
             if c not in s.column_names or s.column(c).kind != ColumnKind.text:
                 problems.append(f"'{t.name}'.{c} is selected: declare it kind: text in the table schema (its "
                                 "domain comes from DP selection)")
+            elif s.column(c).tier == Tier.L1:
+                problems.append(f"'{t.name}'.{c} is selected but tier L1, which masking drops: give it tier L2 or "
+                                "lower, or drop it from select")
         if f"n_{t.name}" in root_schema.column_names:
             problems.append(f"'{root.name}' has a column 'n_{t.name}', reserved for rows per person")
         children.append(ChildTable(ref=t, schema_=s))
@@ -198,6 +201,12 @@ def _resolve(raw: _Raw, base: Path | None, source: str) -> DatasetSchema:
         raise SchemaError(f"malformed dataset schema {source}: {'; '.join(problems)}")
     return DatasetSchema(name=raw.name, description=raw.description, population=raw.population, person=raw.person,
                          root=root, root_schema=root_schema, children=children, source=source)
+
+
+def modelled(col) -> bool:
+    """Whether a column reaches the model: synthesizable and kept by masking (``dpsyn.masking.mask_table`` drops L1
+    unless the column declares a generalization)."""
+    return col.synthesizable and (col.tier != Tier.L1 or col.generalize is not None)
 
 
 def parse_dataset_schema(text: str, *, base: Path | None = None, source: str = "<string>") -> DatasetSchema:

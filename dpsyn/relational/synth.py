@@ -44,7 +44,7 @@ from dpsyn.privacy import NoiseSource, PrivacyAccountant, PrivacyConfig, derive_
 from dpsyn.privacy.selection import OTHER, select_values
 from dpsyn.privacy.unit import bound_contributions, person_codes
 from dpsyn.progress import report
-from dpsyn.relational.schema import ChildTable, DatasetSchema
+from dpsyn.relational.schema import ChildTable, DatasetSchema, modelled
 from dpsyn.schema import Column, ColumnKind, PrivacyUnit, TableSchema, Tier
 
 __all__ = ["RelationalConfig", "RelationalSynthesizer", "budget_shares", "create_relational",
@@ -215,7 +215,7 @@ class RelationalSynthesizer:
 
     def _root_schema(self, dataset: DatasetSchema) -> TableSchema:
         s = dataset.root_schema
-        cols = [c for c in s.columns if c.synthesizable or c.name == dataset.person.key]
+        cols = [c for c in s.columns if modelled(c) or c.name == dataset.person.key]
         cols += [_count_column(c) for c in dataset.children]
         return s.model_copy(update={"name": f"{dataset.name}.{dataset.root.name}", "columns": cols,
                                     "privacy_unit": None})
@@ -227,7 +227,7 @@ class RelationalSynthesizer:
             if col.name in c.ref.select:
                 spec = c.ref.select[col.name]
                 cols.append(_selected_column(col.name, self.domains_[c.name][col.name], spec.nullable))
-            elif col.synthesizable or col.name == c.ref.foreign_key:
+            elif modelled(col) or col.name == c.ref.foreign_key:
                 cols.append(col)
         cols += [dataset.root_schema.column(x) for x in c.ref.condition_on]
         return TableSchema(name=f"{dataset.name}.{c.name}", population=dataset.population, columns=cols,
@@ -247,7 +247,7 @@ class RelationalSynthesizer:
                 if not c.ref.select[col.name].nullable:
                     s = s.fillna(OTHER)
                 out[col.name] = s
-            elif col.synthesizable:
+            elif modelled(col):
                 out[col.name] = _naive(df[col.name]) if col.kind == ColumnKind.datetime else df[col.name]
         # a person's code, as text: the child's privacy unit column (raw ids never reach the model)
         out[c.ref.foreign_key] = pd.Series(pc, dtype="int64").astype("string")
@@ -276,7 +276,7 @@ class RelationalSynthesizer:
         for c in ds.children:
             counts = np.clip(np.rint(persons[c.count_column].to_numpy(dtype=np.float64)), 0, c.k).astype(np.int64)
             out[c.name] = self._sample_child(c, persons, ids, counts, rng)
-        root_cols = [x.name for x in ds.root_schema.columns if x.synthesizable or x.name == ds.person.key]
+        root_cols = [x.name for x in ds.root_schema.columns if modelled(x) or x.name == ds.person.key]
         persons[ds.person.key] = ids
         out[ds.root.name] = persons[root_cols]
         return {t: out[t] for t in ds.tables()}
