@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 __all__ = ["AccountantName", "AuditMethod", "AuditModel", "EXIT_CHECK", "SynthesizerName", "EXIT_INPUT", "EXIT_OK", "JsonOpt", "LedgerOpt", "VerboseOpt", "fail", "handle", "print_verdict",
-           "set_env_defaults"]
+           "set_env_defaults", "warm_imports"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks.")]
@@ -74,10 +74,43 @@ def read_config_file(path: Path | None, what: str = "settings") -> dict:
     return read_mapping_file(path, "config file", holds=f"a mapping of {what}")
 
 
-def start_prefect() -> None:
+def warm_imports(modules: tuple[str, ...] = (), *, scrub=None):
+    """A daemon thread importing ``modules`` (and building the PII engine of ``scrub``) that the run will need;
+    join it before the flow starts. The embedded server starts in a subprocess while this process only polls its
+    health (sleeping, the GIL released), so the imports take that wait instead of the run's time (issue 23's
+    fixed cost). A failure here is ignored: the stage that needs the module raises its own error."""
+    import threading
+
+    def work() -> None:
+        import importlib
+
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the stage that needs it says what is wrong
+                pass
+        if scrub is not None:
+            try:
+                from dpsyn.pii import build_engine
+
+                build_engine(scrub)  # cached per config: the scrub task reuses it
+            except Exception:  # noqa: BLE001
+                pass
+
+    t = threading.Thread(target=work, name="dpsyn-warm-imports", daemon=True)
+    t.start()
+    return t
+
+
+def start_prefect(warm=None) -> None:
     """Start Prefect's embedded API before a flow runs, one process at a time (a file lock in ``$PREFECT_HOME``):
     runs starting together in one home otherwise race on its database migration. A server that does not come up
-    is one line (exit 1) saying what to do. Nothing to do when ``PREFECT_API_URL`` names a server."""
+    is one line (exit 1) saying what to do. Nothing to do when ``PREFECT_API_URL`` names a server.
+
+    ``warm``: a callable returning a started thread (:func:`warm_imports`). It is called once Prefect's client and
+    server modules are imported here (so the two threads never import the same modules at once), before the wait
+    for the server, and joined once the server is up; with ``PREFECT_API_URL`` set there is no wait to fill and it
+    is not called."""
     if os.environ.get("PREFECT_API_URL"):
         return
     import fcntl
@@ -88,11 +121,14 @@ def start_prefect() -> None:
     home = Path(os.environ.get("PREFECT_HOME") or prefect_home())
     home.mkdir(parents=True, exist_ok=True)
     timeout = os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    thread = None
     with open(home / ".dpsyn-start.lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         try:
             from prefect.client.orchestration import get_client
+            from prefect.server.api.server import SubprocessASGIServer  # noqa: F401 - imported before the warm thread
 
+            thread = warm() if warm is not None else None
             with get_client(sync_client=True) as client:
                 error = client.api_healthcheck()
         except Exception as e:  # Prefect's own text may name paths and settings; say what failed, not its text
@@ -104,6 +140,8 @@ def start_prefect() -> None:
             raise OrchestratorError(f"Prefect's embedded server is not healthy ({type(error).__name__}); set "
                                     "PREFECT_API_URL to a running server, or remove $PREFECT_HOME to start afresh; "
                                     "nothing ran")
+    if thread is not None:
+        thread.join()
 
 
 def stop_prefect(since: float, *, timeout: float = 15.0) -> None:
