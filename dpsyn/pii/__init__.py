@@ -14,7 +14,8 @@ for PII in :mod:`dpsyn.pii.scan`; docs/pii.md.
 
 from __future__ import annotations
 
-from dpsyn.pii.config import DEFAULT_TEXT_ENTITIES, ScrubConfig, known_entities, text_entities
+from dpsyn.pii.config import DEFAULT_TEXT_ENTITIES, PII_CLASS_ENTITY, ScrubConfig, known_entities, text_entities
+from dpsyn.pii.deny import deny_spans, row_terms
 from dpsyn.pii.engine import MODEL_CANDIDATES, PIIEngine, build_engine, clear_engine_cache, resolve_mode
 from dpsyn.pii.files import scrub_file
 from dpsyn.pii.operators import HMAC_KEY_ENV, OPERATORS
@@ -27,6 +28,7 @@ __all__ = [
     "HMAC_KEY_ENV",
     "MODEL_CANDIDATES",
     "OPERATORS",
+    "PII_CLASS_ENTITY",
     "PIIEngine",
     "ScanConfig",
     "ScanReport",
@@ -34,8 +36,10 @@ __all__ = [
     "ScrubReport",
     "build_engine",
     "clear_engine_cache",
+    "deny_spans",
     "known_entities",
     "resolve_mode",
+    "row_terms",
     "scan_paths",
     "scrub_table",
     "scrub_file",

@@ -27,23 +27,18 @@ replaced is a statistic of the rows; it is neither logged nor returned).
 from __future__ import annotations
 
 import logging
-import re
 
 import pandas as pd
 
 from dpsyn.errors import ConfigError
 from dpsyn.masking import MaskConfig, mask_table
-from dpsyn.pii import DENY_LIST_CLASSES, ScrubConfig, build_engine, scrub_texts
+from dpsyn.pii import DENY_LIST_CLASSES, PII_CLASS_ENTITY, ScrubConfig, build_engine, deny_spans, row_terms, scrub_texts
 from dpsyn.relational.schema import DatasetSchema
-from dpsyn.schema import ColumnKind, PIIClass, TableSchema
+from dpsyn.schema import ColumnKind, TableSchema
 
 __all__ = ["CODED_TEXT_ENTITIES", "check_mask", "coded_text_config", "prepare_dataset"]
 
 logger = logging.getLogger(__name__)
-
-#: Shortest name token the deny-list matches on its own (as dpsyn.pii's deny-lists do).
-_MIN_TOKEN = 3
-
 
 def prepare_dataset(dataset: DatasetSchema, tables: dict[str, pd.DataFrame], *, scrub: ScrubConfig | None = None,
                     mask: MaskConfig | None = None, engine=None) -> dict[str, pd.DataFrame]:
@@ -100,44 +95,37 @@ def _without(schema: TableSchema, column: str) -> TableSchema:
     return schema.model_copy(update={"columns": [c for c in schema.columns if c.name != column]})
 
 
-def _person_terms(schema: TableSchema, persons: pd.DataFrame, key: str) -> dict[str, list]:
-    """Per person key: the identifying values of the persons' table (names as ``("PERSON", value)`` so each name
-    token is denied too; numbers, addresses and identifiers as plain strings)."""
+def _person_terms(schema: TableSchema, persons: pd.DataFrame, key: str) -> dict[str, list[tuple[str, str]]]:
+    """Per person key: ``(entity, value)`` of the persons' table's identifying columns, as the single-table
+    scrubber's same-row deny-list takes them (``dpsyn.pii``: names also by their tokens, numbers by their digits)."""
     cols = [c for c in schema.columns if c.name in persons.columns and c.name != key
             and (c.pii in DENY_LIST_CLASSES or c.kind == ColumnKind.identifier)]
-    out: dict[str, list] = {}
+    out: dict[str, list[tuple[str, str]]] = {}
     for row in persons[[key] + [c.name for c in cols]].itertuples(index=False, name=None):
         if pd.isna(row[0]):
             continue
-        items = [("PERSON", str(v)) if c.pii == PIIClass.person else str(v)
-                 for c, v in zip(cols, row[1:], strict=True) if not pd.isna(v) and str(v).strip()]
+        items = [(PII_CLASS_ENTITY[c.pii], str(v)) for c, v in zip(cols, row[1:], strict=True)
+                 if not pd.isna(v) and str(v).strip()]
         out.setdefault(str(row[0]), []).extend(items)
     return out
 
 
-def _tokens(items: list) -> list[str]:
-    words = []
-    for it in items:
-        v = it[1] if isinstance(it, tuple) else it
-        words.append(v.lower())
-        if isinstance(it, tuple):
-            words += [t.lower() for t in re.findall(r"\w+", v) if len(t) >= _MIN_TOKEN]
-    return words
-
-
-def _scrub_column(values: pd.Series, persons: pd.Series, terms: dict[str, list], *, scrub: ScrubConfig,
-                  engine) -> pd.Series:
-    """Presidio over each distinct text, then the person's deny-list on the rows whose text holds a term of it."""
+def _scrub_column(values: pd.Series, persons: pd.Series, terms: dict[str, list[tuple[str, str]]], *,
+                  scrub: ScrubConfig, engine) -> pd.Series:
+    """Presidio over each distinct text, then the person's deny-list on the rows where it matches (the pii
+    package's own matcher decides, so no row it would change is skipped)."""
     text = values.astype("string")
-    distinct = [v for v in text.dropna().unique().tolist()]
+    distinct = text.dropna().unique().tolist()
     clean, _ = scrub_texts(distinct, engine=engine, config=scrub)
     out = text.map(dict(zip(distinct, clean, strict=True)))
+    compiled: dict[str, list] = {}
     redo = []
     for i, (v, p) in enumerate(zip(text.tolist(), persons.tolist(), strict=True)):
-        if pd.isna(v) or pd.isna(p):
+        if pd.isna(v) or pd.isna(p) or str(p) not in terms:
             continue
-        items = terms.get(str(p))
-        if items and any(t in v.lower() for t in _tokens(items)):
+        if str(p) not in compiled:
+            compiled[str(p)] = row_terms(terms[str(p)])
+        if deny_spans(compiled[str(p)], v):
             redo.append(i)
     if redo:
         fixed, _ = scrub_texts([text.iloc[i] for i in redo], engine=engine, config=scrub,

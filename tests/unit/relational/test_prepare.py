@@ -29,6 +29,8 @@ def tables():
     cond["DESCRIPTION"] = cond["DESCRIPTION"].astype("object")
     cond.loc[mine, "DESCRIPTION"] = f"Follow-up for {p0['LAST']} ssn {p0['SSN']} (finding)"
     cond.loc[other, "DESCRIPTION"] = "Acute bronchitis (disorder)"
+    bare = cond.index[cond["PATIENT"] == p0["Id"]][1]
+    cond.loc[bare, "DESCRIPTION"] = f"Seen, ref {p0['SSN'].replace('-', '')}"
     t["conditions"] = cond
     med = t["medications"].copy()
     med["DESCRIPTION"] = med["DESCRIPTION"].astype("object")
@@ -36,11 +38,11 @@ def tables():
     med.loc[med.index[1], "DESCRIPTION"] = "Acetaminophen 325 MG Oral Tablet"
     med.loc[med.index[2], "DESCRIPTION"] = "vancomycin 1000 MG Injection"
     t["medications"] = med
-    return ds, t, p0, mine
+    return ds, t, p0, mine, bare
 
 
 def test_keys_stay_identifiers_and_l1_go_inputs_untouched(tables):
-    ds, t, _, _ = tables
+    ds, t, *_ = tables
     before = {k: v.copy() for k, v in t.items()}
     out = prepare_dataset(ds, t)
     for k in t:
@@ -55,10 +57,13 @@ def test_keys_stay_identifiers_and_l1_go_inputs_untouched(tables):
 
 
 def test_a_persons_own_identifiers_leave_their_child_rows_text(tables):
-    ds, t, p0, mine = tables
+    ds, t, p0, mine, bare = tables
     out = prepare_dataset(ds, t)
     text = out["conditions"].loc[mine, "DESCRIPTION"]
     assert p0["LAST"] not in text and p0["SSN"] not in text
+    # the SSN written without its dashes: the deny-list matches its digits
+    plain = out["conditions"].loc[bare, "DESCRIPTION"]
+    assert p0["SSN"].replace("-", "") not in plain and plain.startswith("Seen, ref ")
     assert text.startswith("Follow-up for ") and text.endswith("(finding)")
     # a checked pattern (an e-mail) anywhere; drug names and doses are a terminology's words, not identifiers
     meds = out["medications"]["DESCRIPTION"]
@@ -70,7 +75,7 @@ def test_a_persons_own_identifiers_leave_their_child_rows_text(tables):
 
 
 def test_k_anonymity_is_refused_before_any_budget_is_reserved(tables, tmp_path):
-    ds, t, _, _ = tables
+    ds, t, *_ = tables
     with pytest.raises(ConfigError, match="mask.k"):
         prepare_dataset(ds, t, mask=MaskConfig(k=5))
     ledger = tmp_path / "budget.db"
