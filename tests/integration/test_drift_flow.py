@@ -2,8 +2,11 @@
 
 Batches 1-6 are consecutive 1,500-row blocks of the shipped sample (dpsyn/data/NOTICE.md). From batch 4 on,
 the data shifts (num_medications +12, a lasting change, as real drift is): the monitor must retrain on batch 4
-only. Small batches need a larger check ε (4) for the DP statistics to be precise enough; production batches
-(~17,000 rows) use the default 0.3.
+only. Small batches need a larger check ε (6) for the DP statistics to be precise enough; production batches
+(~17,000 rows) use the default 0.3. The check is random (secure noise): on these batches' exact counts, 500 noise
+draws per unshifted pair (1-2, 1-3, 4-5, 4-6) gave a false drift in 0.05 % of checks at ε = 4 (this test failed
+once so, on psi:payer_code) and none at ε = 6 (99.9th percentile of a check's largest statistic/threshold
+ratio: 0.70, against 0.95 at ε = 4).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
 ROWS = 1500
-CHECK_EPS = 4.0
+CHECK_EPS = 6.0
 MODEL = "dpsyn-d130-drift-test"
 # 1,500-row batches are below what the gate can judge at ε = 1 (about 2,400 rows: dpsyn.validation.preflight):
 # this test is about drift and the lifetime budget, so it publishes with the gate 'uninformative', as a user must
