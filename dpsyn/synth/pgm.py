@@ -47,7 +47,7 @@ from dpsyn.synth.pgm_model import (
     pair_counts,
 )
 
-__all__ = ["PGM", "PGMConfig", "backbone_split", "estimation_iters", "star_structure", "use_task_model"]
+__all__ = ["PGM", "PGMConfig", "backbone_split", "domain_weight_exponent", "estimation_iters", "star_structure", "use_task_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,11 @@ class PGMConfig(BaseModel):
     field_weights: Literal["none", "tier"] = Field(
         default="none", description="'tier': a column's measurements get weight 0.5 (L2), 0.75 (L3) or 1 (L4): "
         "sensitive fields are measured with more noise, the rest with less, at the same ε.")
+    domain_weights: float | None = Field(
+        default=None, ge=0, le=1, description="Exponent a of the one-way release's column weights k_j**a (k_j: the "
+        "column's public domain size; times its tier weight): a = 1/3 minimises the summed expected L1 error of the "
+        "one-way marginals at a fixed sensitivity; 0: every column alike; None: by the public rule "
+        "domain_weight_exponent (1/3, or 0 on a small table).")
     threads: int | None = Field(default=None, ge=1, description="torch threads for the task model.")
     smoothing: int | None = Field(default=0, ge=0, le=10, description="Half-width of the binomial kernel "
                                   "that smooths an ordered (numeric, datetime) column's noisy one-way counts over "
@@ -150,6 +155,19 @@ def estimation_iters(*, epsilon: float, public_rows: int, columns: int) -> int:
     """100 on a tiny table, else 1000: mirror descent starts from the uniform model, and on a table whose cells
     are all near the noise stopping early shrinks the estimate towards it (the suite's evidence: docs/synthesis.md)."""
     return ITERS_SMALL if tiny_table(epsilon=epsilon, public_rows=public_rows, columns=columns) else ITERS
+
+
+#: The exponent of :func:`domain_weight_exponent` off a small table.
+DOMAIN_WEIGHT_EXPONENT = 1 / 3
+
+
+def domain_weight_exponent(*, epsilon: float, public_rows: int, columns: int) -> float:
+    """The one-way release weighs column j by k_j**a (k_j its public domain size). With every cell's error about
+    the noise std s_j = σΔ/w_j (Δ = √Σw²), the summed L1 error Σ_j k_j·s_j at a fixed Δ is smallest for
+    w_j ∝ k_j**(1/3) (Lagrange). It is 1/3, except on a small table (:func:`small_table`), where it is 0: there the
+    one-way release is half the budget and the star's pairs carry the labels' signal, and weighing a wide feature
+    column up costs the narrow ones (the target among them) noise the suite showed in TSTR (docs/synthesis.md)."""
+    return 0.0 if small_table(epsilon=epsilon, public_rows=public_rows, columns=columns) else DOMAIN_WEIGHT_EXPONENT
 
 
 def backbone_split(*, epsilon: float, public_rows: int, columns: int) -> tuple[float, float]:
@@ -304,6 +322,9 @@ class PGM(Synthesizer):
         # times a row-level one's with person weights, k times without (and the task model's, DP-SGD charged by
         # group privacy, k times): they read ε/c or ε/k
         eps_rule = accountant.target_epsilon / (c if person else accountant.rows_per_unit)
+        a = cfg.domain_weights if cfg.domain_weights is not None else domain_weight_exponent(
+            epsilon=eps_rule, public_rows=n, columns=d)
+        w1 = [wj * k ** a for wj, k in zip(w, sizes, strict=True)]  # the one-way release's weights
         task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
             epsilon=accountant.target_epsilon / accountant.rows_per_unit, public_rows=n, has_target=schema.target is not None,
             feature_codes=sum(sizes[:-1])))
@@ -335,7 +356,7 @@ class PGM(Synthesizer):
         sig = split_noise(accountant, {k: v for k, v in shares.items() if v > 0}, person_level=person)
 
         # 1. measure every one-way marginal; 2. compress
-        std1 = [c * sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w)) / wj for wj in w]
+        std1 = [c * sig[ONE_WAY_LABEL] * math.sqrt(sum(x * x for x in w1)) / wj for wj in w1]
         noisy1 = [np.bincount(codes[:, j], weights=rw, minlength=k) + self.noise_.normal_numpy(k, std1[j])
                   for j, k in enumerate(sizes)]
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1,
@@ -376,6 +397,7 @@ class PGM(Synthesizer):
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
+            "domain_weight_exponent": a,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
                                            "clipping_unit": "person" if by_person else "row"},
             "person_weight": c if person else None,

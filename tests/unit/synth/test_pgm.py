@@ -173,6 +173,41 @@ def test_small_tables_get_more_one_way_budget_by_a_public_rule():
     assert backbone_split(epsilon=1.0, public_rows=32_000, columns=15) == (0.2, 3.0)
 
 
+def test_wide_columns_get_more_one_way_weight_by_a_public_rule(table, monkeypatch):
+    """Off a small table the one-way release weighs column j by k_j**(1/3): a wide column's cells get less noise,
+    a narrow one's more, and the weighted histograms still have L2 sensitivity σ₁ (Σ_j (σ₁/std_j)² = 1)."""
+    from dpsyn.privacy.noise import NoiseSource
+    from dpsyn.synth.pgm import DOMAIN_WEIGHT_EXPONENT, domain_weight_exponent
+
+    assert domain_weight_exponent(epsilon=1.0, public_rows=600, columns=8) == 0.0  # small: every column alike
+    assert domain_weight_exponent(epsilon=1.0, public_rows=57_000, columns=48) == DOMAIN_WEIGHT_EXPONENT == 1 / 3
+    df, schema = table
+    stds = {}
+    for a in (None, 0.0):
+        calls = []
+        synth = create("pgm", {"iters": 50, "task": "off", "domain_weights": a},
+                       privacy={"epsilon": 2.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
+        real = NoiseSource.normal_numpy
+
+        def spy(self, size, std, _calls=calls, _real=real):
+            _calls.append((size, std))
+            return _real(self, size, std)
+
+        monkeypatch.setattr(NoiseSource, "normal_numpy", spy)
+        acct = PrivacyAccountant(epsilon=2.0, delta=1e-5, accountant="prv")
+        synth.fit(df, schema, accountant=acct)
+        monkeypatch.undo()
+        sizes = synth.encoder_.sizes
+        first = next(i for i in range(len(calls)) if [c[0] for c in calls[i:i + len(sizes)]] == sizes)
+        stds[a] = np.array([s for _, s in calls[first:first + len(sizes)]])
+        sigma1 = synth.training_["noise_multipliers"][ONE_WAY_LABEL]
+        assert np.sum((sigma1 / stds[a]) ** 2) == pytest.approx(1.0)
+        assert synth.training_["domain_weight_exponent"] == (1 / 3 if a is None else 0.0)
+    k = np.array(synth.encoder_.sizes, dtype=float)
+    assert np.allclose(stds[0.0], stds[0.0][0])  # unweighted: one std for every column
+    assert np.allclose(stds[None] * k ** (1 / 3), (stds[None] * k ** (1 / 3))[0])  # weighted: std ∝ k**(-1/3)
+
+
 def test_small_tables_stop_the_estimation_early_by_a_public_rule():
     from dpsyn.synth.pgm import ITERS, ITERS_SMALL, estimation_iters
 
