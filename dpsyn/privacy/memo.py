@@ -27,7 +27,7 @@ from pathlib import Path
 __all__ = ["VERSION", "memo_path", "memoised"]
 
 #: Bump when the composition code (dpsyn.privacy.accountant) changes what it returns.
-VERSION = 1
+VERSION = 2
 ENV = "DPSYN_ACCOUNTANT_MEMO"
 
 

@@ -35,9 +35,9 @@ def _composed(monkeypatch) -> list:
     calls = []
     real = acc._epsilon_of_cached.__wrapped__
 
-    def counting(name, entries, delta):
+    def counting(name, entries, delta, **kw):
         calls.append(entries)
-        return real(name, entries, delta)
+        return real(name, entries, delta, **kw)
 
     monkeypatch.setattr(acc, "_epsilon_of_cached", counting)
     return calls
