@@ -105,6 +105,10 @@ class PGMConfig(BaseModel):
         "column's public domain size; times its tier weight): a = 1/3 minimises the summed expected L1 error of the "
         "one-way marginals at a fixed sensitivity; 0: every column alike; None: by the public rule "
         "domain_weight_exponent (1/3, or 0 on a small table).")
+    shape: Literal["auto", "off", "unimodal"] = Field(
+        default="auto", description="'unimodal': an ordered column's noisy one-way counts (inner bins) are replaced "
+        "by the closest unimodal density where they are consistent with one at the noise level (shape_ordered; "
+        "post-processing); 'auto': unimodal on a small table (small_table), off otherwise.")
     threads: int | None = Field(default=None, ge=1, description="torch threads for the task model.")
     smoothing: int | None = Field(default=0, ge=0, le=10, description="Half-width of the binomial kernel "
                                   "that smooths an ordered (numeric, datetime) column's noisy one-way counts over "
@@ -240,6 +244,68 @@ def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | Non
     return out
 
 
+def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The weighted least-squares non-decreasing fit of ``y`` (pool adjacent violators)."""
+    vals: list[float] = []
+    wts: list[float] = []
+    lens: list[int] = []
+    for yi, wi in zip(y, w, strict=True):
+        vals.append(float(yi))
+        wts.append(float(wi))
+        lens.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            v, wt, ln = vals.pop(), wts.pop(), lens.pop()
+            vals[-1] = (vals[-1] * wts[-1] + v * wt) / (wts[-1] + wt)
+            wts[-1] += wt
+            lens[-1] += ln
+    return np.repeat(vals, lens)
+
+
+def unimodal_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The weighted least-squares fit of ``y`` that rises to one mode and then falls, clipped at 0: every split
+    point tried, a non-decreasing fit before it and a non-increasing one after (Stout's unimodal regression)."""
+    y, w = np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64)
+    best, best_rss = y, math.inf
+    for k in range(1, len(y) + 1):
+        fit = np.concatenate([_isotonic(y[:k], w[:k]), _isotonic(y[k:][::-1], w[k:][::-1])[::-1]])
+        rss = float(np.sum(w * (y - fit) ** 2))
+        if rss < best_rss:
+            best, best_rss = fit, rss
+    return np.clip(best, 0, None)
+
+
+#: :func:`shape_ordered` keeps the unimodal fit when its residual is within this many standard deviations of
+#: the chi-square mean that a unimodal truth leaves under the noise.
+SHAPE_SLACK = 2.0
+
+
+def shape_ordered(noisy: np.ndarray, ordered: int, std: float, bin_widths: np.ndarray | None = None) -> np.ndarray:
+    """An ordered column's noisy counts with their inner bins replaced by the closest unimodal density, when the
+    counts are consistent with one at the noise level (post-processing of the release).
+
+    The first and last bin are left as released: the encoder clips a value outside the public bounds into them,
+    so they hold the tails beyond the bounds as well as their own share of the density (a catch-all such as the
+    oldest birth years can be a spike). The inner bins' density (count / public bin width) is fitted by weighted
+    least squares with one rise and one fall (weights: bin width², the inverse variance of a density estimate)
+    and turned back into counts. The fit is kept when its residual ‖y − ŷ‖² is at most σ²·(m + SHAPE_SLACK·√(2m))
+    (m inner bins, σ = ``std``: the chi-square mean and spread a unimodal truth leaves under the noise); otherwise
+    the counts are returned unchanged, so counts that stand clear of the noise keep a second mode they show.
+    Where the noise hides the shape (a small table's tail), a bin the noise pushed below zero gets its
+    neighbours' level and a bin the noise pushed up lends them its excess. Reads the noisy counts and the public
+    noise std only; a missing code after the bins is left alone."""
+    m = ordered - 2
+    if m < 3 or std <= 0:
+        return noisy
+    y = np.asarray(noisy[1:ordered - 1], dtype=np.float64)
+    bw = np.ones(m) if bin_widths is None else np.asarray(bin_widths[1:ordered - 1], dtype=np.float64)
+    fit = unimodal_fit(y / bw, bw * bw) * bw
+    if float(np.sum((y - fit) ** 2)) > std * std * (m + SHAPE_SLACK * math.sqrt(2 * m)):
+        return noisy
+    out = np.array(noisy, dtype=np.float64)
+    out[1:ordered - 1] = fit
+    return out
+
+
 def split_noise(accountant: PrivacyAccountant, shares: dict[str, float], *,
                 person_level: bool = False) -> dict[str, float]:
     """Noise multipliers σ_i = σ/√f_i for the fractions ``shares`` of one Gaussian σ that takes the rest of the
@@ -361,10 +427,19 @@ class PGM(Synthesizer):
                   for j, k in enumerate(sizes)]
         accountant.record(ONE_WAY_LABEL, noise_multiplier=sig[ONE_WAY_LABEL], sample_rate=1.0, steps=1,
                           person_level=person)
+        shape = cfg.shape if cfg.shape != "auto" else (
+            "unimodal" if small_table(epsilon=eps_rule, public_rows=n, columns=d) else "off")
+        released1 = noisy1
+        if shape == "unimodal":
+            noisy1 = [shape_ordered(c, _ordered_codes(col), sj, _bin_widths(col))
+                      for c, sj, col in zip(noisy1, std1, self.encoder_.columns, strict=True)]
         if cfg.smoothing != 0:
             noisy1 = [smooth_ordered(c, _ordered_codes(col), sj, cfg.smoothing, _bin_widths(col))
                       for c, sj, col in zip(noisy1, std1, self.encoder_.columns, strict=True)]
-        comp = Compression(noisy1, [threshold * s for s in std1], std1)
+        # compression reads the release (which cells stand clear of the noise); the estimation, the rare cells'
+        # shares and the selection's independent model read the shaped or smoothed counts
+        comp = Compression(released1 if shape == "unimodal" else noisy1, [threshold * s for s in std1], std1,
+                           shares=noisy1)
         csizes = comp.sizes
         cc = comp.compress(codes)
 
@@ -388,7 +463,7 @@ class PGM(Synthesizer):
         # 5. estimate (post-processing)
         one_way = [(noisy1[j], std1[j], comp.maps[j]) for j in range(d)]
         total = pooled_total([(float(n), self.public_rows_std_ ** 2)]
-                             + [(float(c.sum()), s * s * len(c)) for c, s in zip(noisy1, std1, strict=True)]
+                             + [(float(c.sum()), s * s * len(c)) for c, s in zip(released1, std1, strict=True)]
                              + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
         iters = cfg.iters or estimation_iters(epsilon=eps_rule, public_rows=n, columns=d)
         self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=iters, one_way=one_way,
@@ -397,7 +472,7 @@ class PGM(Synthesizer):
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
-            "domain_weight_exponent": a,
+            "domain_weight_exponent": a, "shape": shape,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
                                            "clipping_unit": "person" if by_person else "row"},
             "person_weight": c if person else None,

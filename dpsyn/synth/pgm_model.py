@@ -56,7 +56,8 @@ class Compression:
     and a bin the noise hides is not emptied), or without ``stds`` to its clipped noisy count (uniformly if none
     is positive)."""
 
-    def __init__(self, noisy: list[np.ndarray], thresholds: list[float], stds: list[float] | None = None):
+    def __init__(self, noisy: list[np.ndarray], thresholds: list[float], stds: list[float] | None = None,
+                 shares: list[np.ndarray] | None = None):
         self.kept: list[np.ndarray] = []
         self.rare: list[np.ndarray] = []
         self.rare_p: list[np.ndarray] = []
@@ -71,10 +72,11 @@ class Compression:
                 rare = np.setdiff1d(np.arange(len(c)), keep)
             m = np.full(len(c), len(keep), dtype=np.int64)
             m[keep] = np.arange(len(keep))
+            z = c if shares is None else np.asarray(shares[j], dtype=np.float64)
             if stds is None or not len(rare):
-                p = np.clip(c[rare], 0, None) if len(rare) else np.zeros(0)
+                p = np.clip(z[rare], 0, None) if len(rare) else np.zeros(0)
             else:
-                p = posterior_mean_count(c[rare], stds[j])
+                p = posterior_mean_count(z[rare], stds[j])
             p = p / p.sum() if p.sum() > 0 else np.full(len(rare), 1.0 / max(len(rare), 1))
             self.kept.append(keep)
             self.rare.append(rare)
