@@ -75,10 +75,12 @@ class PGMConfig(BaseModel):
     max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
     target_pairs: bool = Field(default=True, description="Without a task model, measure every feature × target "
                                "pair (naive Bayes' structure, the backbone's own p(y | x)) besides the selected.")
-    structure: Literal["auto", "select", "star"] = Field(
+    structure: Literal["auto", "select", "star", "independent"] = Field(
         default="auto", description="Which pairs are measured: 'select' by the noisy scores (MST/AIM-style); "
         "'star' every feature × target pair only (naive Bayes' graph; no score release, its budget goes to the "
-        "measurements); 'auto' by the public rule star_structure (the star on a tiny table with a target).")
+        "measurements); 'independent' none (the trivial baseline: every column independent; the pairs' budget "
+        "measures the one-way marginals again); 'auto' by the public rule star_structure (the star on a tiny "
+        "table with a target).")
     iters: int | None = Field(default=None, ge=10, le=100_000, description="Mirror-descent iterations (mbi); "
                               "None: by the public rule estimation_iters (fewer on a tiny table: early stopping "
                               "keeps the estimate near the uniform start where every cell is within the noise).")
@@ -414,7 +416,8 @@ class PGM(Synthesizer):
         threshold = rule_threshold if cfg.compress_threshold is None else cfg.compress_threshold
         star = schema.target is not None and d > 1 and (cfg.structure == "star" or (
             cfg.structure == "auto" and star_structure(epsilon=eps_rule, public_rows=n, columns=d)))
-        select_share = 0.0 if star else cfg.select_share
+        independent = cfg.structure == "independent"
+        select_share = 0.0 if star or independent else cfg.select_share
         pair_share = 1 - one_share - select_share
         if pair_share <= 0:
             raise ConfigError("one_way_share + select_share must be < 1")
@@ -444,7 +447,7 @@ class PGM(Synthesizer):
         cc = comp.compress(codes)
 
         # 3. select: noisy pair scores against the independent model, then post-processing; or the star
-        chosen = [(j, d - 1) for j in range(d - 1)] if star else self._select_pairs(
+        chosen = [] if independent else [(j, d - 1) for j in range(d - 1)] if star else self._select_pairs(
             cc, noisy1, comp, w, sig, accountant, forced=[(j, d - 1) for j in range(d - 1)] if (
                 schema.target is not None and not task and cfg.target_pairs) else [], weights=rw, scale=c)
 

@@ -296,6 +296,25 @@ def test_a_small_table_measures_the_star_and_releases_no_scores(table):
     assert SELECT_LABEL in [m.label for m in acct2.ledger]
 
 
+def test_the_independent_structure_measures_no_pair_and_samples_independent_columns(table):
+    """structure 'independent' (the trivial baseline the relational benchmark compares against): no score release,
+    no pair, the whole budget on one-way marginals; b and y, strongly dependent in the real rows, come out
+    independent while their margins hold."""
+    df, schema = table
+    acct = PrivacyAccountant(epsilon=2.0, delta=1e-5)
+    synth = create("pgm", {"iters": 50, "task": "off", "structure": "independent"},
+                   privacy={"epsilon": 2.0, "delta": 1e-5, "secure_rng": False, "noise_seed": 1})
+    synth.fit(df, schema, accountant=acct)
+    assert [m.label for m in acct.ledger] == ["pgm.rows", ONE_WAY_LABEL, PAIRS_LABEL]
+    assert synth.training_["pairs"] == []
+    assert 0.95 * 2.0 <= acct.check() <= 2.0
+    syn = synth.sample(20_000, random_state=0)
+    real_gap = (df.y[df.b == "1"] == "1").mean() - (df.y[df.b == "0"] == "1").mean()
+    syn_gap = (syn.y[syn.b == "1"] == "1").mean() - (syn.y[syn.b == "0"] == "1").mean()
+    assert real_gap > 0.5 and abs(syn_gap) < 0.03
+    assert abs((syn.b == "1").mean() - (df.b == "1").mean()) < 0.03
+
+
 def test_xla_compiles_mbi_programs_at_level_0_unless_the_process_says_otherwise():
     """mbi compiles a few hundred small programs per fit; at XLA's level 0 a small fit compiles in about half the
     time (dpsyn.synth.pgm_model.XLA_FLAGS). A process's own XLA_FLAGS are left alone."""
