@@ -246,30 +246,17 @@ def smooth_ordered(noisy: np.ndarray, ordered: int, std: float, width: int | Non
     return out
 
 
-def _isotonic(y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The weighted least-squares non-decreasing fit of ``y`` (pool adjacent violators)."""
-    vals: list[float] = []
-    wts: list[float] = []
-    lens: list[int] = []
-    for yi, wi in zip(y, w, strict=True):
-        vals.append(float(yi))
-        wts.append(float(wi))
-        lens.append(1)
-        while len(vals) > 1 and vals[-2] > vals[-1]:
-            v, wt, ln = vals.pop(), wts.pop(), lens.pop()
-            vals[-1] = (vals[-1] * wts[-1] + v * wt) / (wts[-1] + wt)
-            wts[-1] += wt
-            lens[-1] += ln
-    return np.repeat(vals, lens)
-
-
 def unimodal_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The weighted least-squares fit of ``y`` that rises to one mode and then falls, clipped at 0: every split
     point tried, a non-decreasing fit before it and a non-increasing one after (Stout's unimodal regression)."""
+    from scipy.optimize import isotonic_regression  # pool adjacent violators
+
     y, w = np.asarray(y, dtype=np.float64), np.asarray(w, dtype=np.float64)
     best, best_rss = y, math.inf
     for k in range(1, len(y) + 1):
-        fit = np.concatenate([_isotonic(y[:k], w[:k]), _isotonic(y[k:][::-1], w[k:][::-1])[::-1]])
+        up = isotonic_regression(y[:k], weights=w[:k]).x
+        down = isotonic_regression(y[k:], weights=w[k:], increasing=False).x if k < len(y) else np.zeros(0)
+        fit = np.concatenate([up, down])
         rss = float(np.sum(w * (y - fit) ** 2))
         if rss < best_rss:
             best, best_rss = fit, rss
@@ -292,9 +279,11 @@ def shape_ordered(noisy: np.ndarray, ordered: int, std: float, bin_widths: np.nd
     and turned back into counts. The fit is kept when its residual ‖y − ŷ‖² is at most σ²·(m + SHAPE_SLACK·√(2m))
     (m inner bins, σ = ``std``: the chi-square mean and spread a unimodal truth leaves under the noise); otherwise
     the counts are returned unchanged, so counts that stand clear of the noise keep a second mode they show.
-    Where the noise hides the shape (a small table's tail), a bin the noise pushed below zero gets its
-    neighbours' level and a bin the noise pushed up lends them its excess. Reads the noisy counts and the public
-    noise std only; a missing code after the bins is left alone."""
+    Where the noise hides the shape (a small table's tail), a bin the noise pushed up lends its excess to its
+    neighbours (its spike is not kept as a cell of its own mass) and the tail's bins share one pooled level (a
+    pooled level below zero is clipped to 0: the rare cell's shares then split that cell's mass evenly, not by
+    how negative each noise draw was). Reads the noisy counts and the public noise std only; a missing code
+    after the bins is left alone."""
     m = ordered - 2
     if m < 3 or std <= 0:
         return noisy
