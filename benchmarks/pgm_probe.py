@@ -37,7 +37,8 @@ def probe(name: str, eps: float, cfg: dict, seeds=(0, 1, 2)) -> list[float]:
                                         "noise_seed": seed})
         s.fit(train, schema)
         m = suite.evaluate(name, schema, train, test, s.sample(len(train), random_state=seed))
-        rows.append((m["tvd1"], m["tvd2"], m["tstr"]["gbm"]["roc_auc"], m["tstr"]["logreg"]["roc_auc"], m["n_empty_bins"]))
+        rows.append((m["tvd1"], m["tvd2"], m["tstr"]["gbm"]["roc_auc"], m["tstr"]["logreg"]["roc_auc"], m["n_empty_bins"],
+                     s.training_["iters_run"]))
     return np.array(rows).mean(axis=0).round(3).tolist()
 
 
@@ -49,7 +50,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     configs = json.loads(args.configs)
-    print("table eps config [tvd1, tvd2, gbm, logreg, empty_bins] seconds")
+    print("table eps config [tvd1, tvd2, gbm, logreg, empty_bins, iterations] seconds")
     for cell in args.cells:
         name, eps = cell.split(":")
         for label, cfg in configs.items():

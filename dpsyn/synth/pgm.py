@@ -84,6 +84,9 @@ class PGMConfig(BaseModel):
     iters: int | None = Field(default=None, ge=10, le=100_000, description="Mirror-descent iterations (mbi); "
                               "None: by the public rule estimation_iters (fewer on a tiny table: early stopping "
                               "keeps the estimate near the uniform start where every cell is within the noise).")
+    stopping: Literal["iters", "noise"] = Field(
+        default="iters", description="'iters': mirror descent runs ``iters`` iterations; 'noise': after 100 it "
+        "stops once its loss reaches the noise level (the discrepancy principle; ``iters`` the most it runs).")
     task: Literal["auto", "on", "off"] = Field(default="auto", description="Labels from the DP task model: 'auto' "
                                                "by the public rule use_task_model (ε·n̂ and ε·n̂ per feature code).")
     task_share: float = Field(default=0.5, gt=0, lt=1, description="ε share the task model alone would cost.")
@@ -459,11 +462,13 @@ class PGM(Synthesizer):
                              + [(float(m.sum()), s * s * len(m)) for _, m, s in meas])
         iters = cfg.iters or estimation_iters(epsilon=eps_rule, public_rows=n, columns=d)
         self.model_: GraphicalModel = estimate_model(csizes, meas, total=total, iters=iters, one_way=one_way,
-                                                     full_sizes=list(sizes))
+                                                     full_sizes=list(sizes),
+                                                     min_iters=ITERS_SMALL if cfg.stopping == "noise" else None)
         self.compression_ = comp
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
+            "iters_run": getattr(self.model_, "iters_run", iters),
             "domain_weight_exponent": a, "shape": shape,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
                                            "clipping_unit": "person" if by_person else "row"},

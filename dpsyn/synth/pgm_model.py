@@ -211,12 +211,14 @@ class GraphicalModel:
 
 def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], np.ndarray, float]], *,
                    total: float, iters: int = 1000, one_way: list[tuple[np.ndarray, float, np.ndarray]] | None = None,
-                   full_sizes: list[int] | None = None) -> GraphicalModel:
+                   full_sizes: list[int] | None = None, min_iters: int | None = None) -> GraphicalModel:
     """Estimate a graphical model from noisy measurements with mbi's mirror descent.
 
     ``measurements``: (clique of compressed columns, noisy flattened counts, noise std per cell). ``one_way``:
     per column, (noisy counts over the *uncompressed* codes, noise std, compressed code of each original code);
     merged cells are measured as sums, weighted as mbi's ``LinearMeasurement.compress`` does.
+    ``min_iters``: after that many iterations, stop at the first block of mbi's steps whose loss reaches the
+    noise level (:func:`_descend_to_noise`); ``iters`` is then the most it runs.
     """
     mbi = _mbi()
     d = len(sizes)
@@ -231,10 +233,41 @@ def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], n
         ms.append(mbi.LinearMeasurement(np.asarray(noisy, dtype=np.float64), tuple(names[c] for c in clique),
                                         stddev=float(std)))
     try:
-        est = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=float(total), iters=iters)
-        return _tables(est, dom, names, mbi)
+        md = mbi.estimation.MirrorDescent()
+        est, ran = (_descend_to_noise(md, dom, ms, float(total), iters, min_iters, mbi) if min_iters
+                    else (md.estimate(dom, ms, known_total=float(total), iters=iters), iters))
+        model = _tables(est, dom, names, mbi)
+        model.iters_run = ran
+        return model
     finally:
         _release_compiled_programs()
+
+
+#: :func:`_descend_to_noise` stops once the loss is at most this many times its expectation at the truth.
+DISCREPANCY_TAU = 1.0
+
+
+def _descend_to_noise(md, dom, ms, total: float, iters: int, min_iters: int, mbi):
+    """mbi's mirror descent, stopped by the discrepancy principle (Morozov): at the first block of steps whose
+    weighted loss ½·Σ((Qμ − y)/σ)² is at most DISCREPANCY_TAU × ½·(cells measured), the value the true marginals
+    leave in expectation (each noisy cell is its true count plus a Gaussian of std σ). Descending further fits the
+    noise: the estimate moves from the uniform start past the truth towards the noisy measurements' own
+    inconsistencies. Reads the measurements and their public stds only (post-processing). The loop is mbi's own
+    ``Estimator.estimate`` (its ``_init``, ``_multi_step`` and ``_finalize`` hooks) with the stopping test added."""
+    import jax
+    import jax.numpy as jnp
+
+    loss_fn = mbi.marginal_loss.from_linear_measurements(ms, dom)
+    target = DISCREPANCY_TAU * 0.5 * sum(int(np.size(m.noisy_measurement)) for m in ms)
+    state = jax.tree.map(jnp.copy, md._init(dom, loss_fn, total))
+    block = mbi.estimation.CALLBACK_EVERY
+    ran = 0
+    while ran < iters:
+        state = md._multi_step(state, loss_fn, total, ())
+        ran += block
+        if ran >= min_iters and float(state.loss) <= target:
+            break
+    return md._finalize(state, total), ran
 
 
 #: JAX's compiled programs are dropped after this many fits. Every fit compiles its own programs (their shapes are

@@ -362,3 +362,20 @@ def test_numpy_message_passing_gives_mbis_marginals():
         order = tuple(names[o] for o in others) + (target,)
         want = np.asarray(est.potentials[tuple(cl)].transpose(order).datavector(flatten=False))
         np.testing.assert_allclose(table, want, rtol=1e-12)
+
+
+def test_stopping_at_the_noise_level_stops_early_only_where_the_noise_allows():
+    """``stopping: noise`` (the discrepancy principle): with measurements far noisier than the signal the loss
+    reaches the noise level at the floor (100 iterations); with nearly exact measurements it does not, and mirror
+    descent runs on towards ``iters``."""
+    from dpsyn.synth import pgm_model
+
+    rng = np.random.default_rng(0)
+    truth = np.outer([0.6, 0.3, 0.1], [0.2, 0.8]).ravel() * 1000
+    runs = {}
+    for std in (200.0, 1e-3):
+        ms = [((0, 1), truth + rng.normal(0, std, truth.size), std)]
+        model = pgm_model.estimate_model([3, 2], ms, total=1000.0, iters=400, min_iters=100)
+        runs[std] = model.iters_run
+    assert runs[200.0] == 100
+    assert runs[1e-3] > 100
