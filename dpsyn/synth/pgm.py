@@ -468,7 +468,7 @@ class PGM(Synthesizer):
         self.task_ = self._fit_task(codes, accountant, sigma_t, q_t, steps_t) if task else None
         self.training_ = {
             "noise_multipliers": sig, "pairs": [list(p) for p in chosen], "compressed_sizes": csizes, "iters": iters,
-            "iters_run": getattr(self.model_, "iters_run", iters),
+            "iters_run": self.model_.iters_run,
             "domain_weight_exponent": a, "shape": shape,
             "task": None if not task else {"noise_multiplier": sigma_t, "sample_rate": q_t, "steps": steps_t,
                                            "clipping_unit": "person" if by_person else "row"},

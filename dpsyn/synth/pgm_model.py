@@ -156,6 +156,9 @@ def junction_tree_cells(sizes: list[int], cliques: list[tuple[int, ...]]) -> int
 class GraphicalModel:
     """An estimated graphical model over compressed codes, as numpy tables for forward sampling."""
 
+    #: Mirror-descent iterations the estimate ran (set by :func:`estimate_model`; mbi runs whole blocks of 50).
+    iters_run: int | None = None
+
     def __init__(self, sizes: list[int], order: list[int], parents: list[tuple[int, ...]],
                  cdfs: list[np.ndarray], target_terms: list[tuple[tuple[int, ...], np.ndarray]] | None):
         self.sizes, self.order, self.parents, self.cdfs = sizes, order, parents, cdfs
@@ -234,8 +237,10 @@ def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], n
                                         stddev=float(std)))
     try:
         md = mbi.estimation.MirrorDescent()
+        block = mbi.estimation.CALLBACK_EVERY  # mbi runs ceil(iters / block) whole blocks
         est, ran = (_descend_to_noise(md, dom, ms, float(total), iters, min_iters, mbi) if min_iters
-                    else (md.estimate(dom, ms, known_total=float(total), iters=iters), iters))
+                    else (md.estimate(dom, ms, known_total=float(total), iters=iters),
+                          math.ceil(iters / block) * block))
         model = _tables(est, dom, names, mbi)
         model.iters_run = ran
         return model
@@ -243,13 +248,9 @@ def estimate_model(sizes: list[int], measurements: list[tuple[tuple[int, ...], n
         _release_compiled_programs()
 
 
-#: :func:`_descend_to_noise` stops once the loss is at most this many times its expectation at the truth.
-DISCREPANCY_TAU = 1.0
-
-
 def _descend_to_noise(md, dom, ms, total: float, iters: int, min_iters: int, mbi):
     """mbi's mirror descent, stopped by the discrepancy principle (Morozov): at the first block of steps whose
-    weighted loss ½·Σ((Qμ − y)/σ)² is at most DISCREPANCY_TAU × ½·(cells measured), the value the true marginals
+    weighted loss ½·Σ((Qμ − y)/σ)² is at most ½·(cells measured), the value the true marginals
     leave in expectation (each noisy cell is its true count plus a Gaussian of std σ). Descending further fits the
     noise: the estimate moves from the uniform start past the truth towards the noisy measurements' own
     inconsistencies. Reads the measurements and their public stds only (post-processing). The loop is mbi's own
@@ -258,7 +259,7 @@ def _descend_to_noise(md, dom, ms, total: float, iters: int, min_iters: int, mbi
     import jax.numpy as jnp
 
     loss_fn = mbi.marginal_loss.from_linear_measurements(ms, dom)
-    target = DISCREPANCY_TAU * 0.5 * sum(int(np.size(m.noisy_measurement)) for m in ms)
+    target = 0.5 * sum(int(np.size(m.noisy_measurement)) for m in ms)
     state = jax.tree.map(jnp.copy, md._init(dom, loss_fn, total))
     block = mbi.estimation.CALLBACK_EVERY
     ran = 0

@@ -379,3 +379,5 @@ def test_stopping_at_the_noise_level_stops_early_only_where_the_noise_allows():
         runs[std] = model.iters_run
     assert runs[200.0] == 100
     assert runs[1e-3] > 100
+    fixed = pgm_model.estimate_model([3, 2], ms, total=1000.0, iters=120)
+    assert fixed.iters_run == 150  # without the stop mbi runs whole blocks of 50: what it ran is reported
