@@ -6,9 +6,12 @@
 with the shipped dataset schema ``synthea`` (dpsyn/schemas/datasets/synthea.yaml), split by *patient* 70/30
 (seed 0: a patient's rows are all on one side). Every method's guarantee is per patient at the ε shown:
 
-* ``relational``: dpsyn's relational synthesizer (dpsyn.relational): patients with rows-per-patient columns,
-  then each patient's conditions and medications drawn given the patient; contribution bounds 100 conditions and
-  200 medications per patient; condition and medication descriptions chosen by DP selection.
+* ``relational``: dpsyn's relational synthesizer (dpsyn.relational): patients with rows-per-patient columns, the
+  dataset's per-patient flags (clinical categories of conditions and drug classes, ``person_flags`` in synthea.yaml)
+  and its target (whether DEATHDATE is known), then each patient's conditions and medications drawn given the
+  patient and agreeing with its flags; contribution bounds 100 conditions and 200 medications per patient;
+  condition and medication descriptions chosen by DP selection (a non-selected description in a flag's category
+  becomes the category's public label).
 * ``one_row`` (baseline b): the same with every child table bounded to one row per patient (the naive way to
   make a row-level method person-level).
 * ``independent`` (the trivial baseline): the same relational synthesizer with every component's backbone measuring
@@ -280,6 +283,8 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/relational_synthea")
     ap.add_argument("--backbone", type=json.loads, default=None,
                     help="JSON: pgm settings for the relational methods' components (a probe: use another --out)")
+    ap.add_argument("--no-flags", action="store_true",
+                    help="drop the dataset's person_flags (a probe of what they cost and buy: use another --out)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     from dpsyn.errors import PrivacyBudgetExceededError
@@ -287,8 +292,15 @@ def main(argv=None):
     out = Path(args.out)
     path = out.with_suffix(".json")
     saved = json.loads(path.read_text()) if path.exists() else {"rows": {}}
-    saved["command"] = "python benchmarks/relational_synthea.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python benchmarks/relational_synthea.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    commands = saved.setdefault("commands", [saved["command"]] if "command" in saved else [])
+    if command not in commands:
+        commands.append(command)
+    saved["command"] = command
     ds, train, test = load()
+    if args.no_flags:
+        ds = ds.model_copy(update={"children": [c.model_copy(update={"ref": c.ref.model_copy(
+            update={"person_flags": None})}) for c in ds.children]})
     real_all = {k: pd.concat([train[k], test[k]]) for k in train}
     for eps in args.eps:
         for method in args.methods:
@@ -320,7 +332,7 @@ def write_markdown(saved: dict, path: Path) -> None:
             ("pair_tvd.medications", "patient×medication TVD"), ("fk_valid", "FK valid"),
             ("leaked_identifiers", "real ids in output"), ("seconds", "seconds")]
     lines = ["# Related tables: Synthea (patients, conditions, medications), ε per patient", "",
-             f"Command: `{saved['command']}`. δ = {DELTA:g}. Means over the seeds present (± seed std where > 1 "
+             f"Commands (rows already in the .json are kept): {'; '.join(f'`{c}`' for c in saved.get('commands', [saved['command']]))}. δ = {DELTA:g}. Means over the seeds present (± seed std where > 1 "
              "seed); `–`: the method does not produce that output. The methods and metrics are in the script's "
              "docstring. TSTR is for death on 163 real test patients (few deaths: a wide seed spread). Machine: 2 "
              "cores, shared with other jobs while this ran (seconds inflated).", ""]

@@ -5,7 +5,9 @@ person level, with the structure between tables among the checks; a failing gate
 
 * the persons' table with one ``n_<child>`` column per child table (the person's bounded number of rows of it):
   its checks include the **distribution of children per person** (KS, TVD, tail and constant checks of each
-  ``n_<child>`` column, and its pairs with the person columns);
+  ``n_<child>`` column, and its pairs with the person columns), and of the declared per-person flags (whether a
+  person has a child row in a category: ``<child>__<flag>``, computed the same way from the real and the
+  synthetic tables);
 * each child table joined with the person columns it is drawn given (``condition_on``): its checks include
   **parent × child pair TVD** (a child column against a person column) and rules that span the tables (a rules
   file for ``<dataset>.<child>`` may name both tables' columns, e.g. a pregnancy condition only for female
@@ -46,7 +48,7 @@ from dpsyn.errors import ConfigError, InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant, gaussian_epsilon
 from dpsyn.privacy.unit import bound_contributions
 from dpsyn.relational.schema import DatasetSchema
-from dpsyn.relational.synth import GATE_TAIL, _naive, bound_tables, root_frame
+from dpsyn.relational.synth import GATE_TAIL, _flag_hits, _naive, bound_tables, person_summaries, root_frame
 from dpsyn.schema import ColumnKind
 from dpsyn.validation import (
     VALIDATION_LABEL,
@@ -171,12 +173,20 @@ def _root_frame_of_synthetic(synthetic: dict[str, pd.DataFrame], dataset: Datase
     for c in dataset.children:
         per = synthetic[c.name][c.ref.foreign_key].astype("string").value_counts()
         persons[c.count_column] = per.reindex(ids.to_numpy()).fillna(0).to_numpy(dtype=np.float64)
+        if c.ref.person_flags is not None:  # the same per-person flags the persons' model carries
+            rows = synthetic[c.name]
+            hits = _flag_hits(rows[c.ref.person_flags.column], c.ref.person_flags)
+            fk = rows[c.ref.foreign_key].astype("string").to_numpy()
+            for j, name in enumerate(c.flag_columns()):
+                persons[name] = np.where(ids.isin(set(fk[hits[:, j]])).to_numpy(), "1", "0")
+    if dataset.target_known_column is not None:
+        persons[dataset.target_known_column] = np.where(persons[dataset.target].notna(), "1", "0")
     return persons
 
 
 def _cross_table(report: ValidationReport, columns: set[str], *, pairs_only: bool) -> list[str]:
     """Names of the checks of ``report`` that span tables: on a column of ``columns`` (the persons' component:
-    its rows-per-person columns), or a pair with exactly one side in ``columns`` (a child component: a child
+    its rows-per-person and person-flag columns), or a pair with exactly one side in ``columns`` (a child component: a child
     column against a person column)."""
     out = []
     for c in report.checks:
@@ -223,8 +233,9 @@ def gate_dataset(model, tables: dict[str, pd.DataFrame], synthetic: dict[str, pd
             k = 1
             schema = model.root_schema_
             real = root_frame(ds, root_df, root_codes, {c: pc for c, (_, pc) in children.items()})
+            real = person_summaries(ds, real, root_codes, children)
             synth = _root_frame_of_synthetic(synthetic, ds)
-            spanning = {c.count_column for c in ds.children}
+            spanning = {c.count_column for c in ds.children} | {f for c in ds.children for f in c.flag_columns()}
         else:
             c = next(x for x in ds.children if x.name == name)
             k = min(c.k, config.max_rows_per_person)

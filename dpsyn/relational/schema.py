@@ -18,6 +18,10 @@ tables, their table schemas and files, and the public bounds that make the guara
         count_bins: [0, 1, 5, 10, 20, 40, 60, 100]   # public bins of rows per person (last edge = the bound)
         condition_on: [GENDER, BIRTHDATE, DEATHDATE] # person columns the child rows are drawn given
         select: {DESCRIPTION: {max_per_person: 20, max_values: 150}}  # a domain chosen by DP selection
+        person_flags:                        # per-person summaries the persons' model carries (public patterns)
+          column: DESCRIPTION
+          patterns: {hypertension: "hypertension", diabetes: "(?<!pre)diabetes"}
+    target: DEATHDATE                        # the persons' column a downstream task predicts (optional)
 
 Table schema paths are relative to the dataset file (or shipped names); file paths are relative to the folder
 given at run time. The key and foreign keys are identifier columns: never synthesized, regenerated as fresh ids.
@@ -25,6 +29,7 @@ given at run time. The key and foreign keys are identifier columns: never synthe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -34,7 +39,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from dpsyn.errors import SchemaError
 from dpsyn.schema import ColumnKind, TableSchema, Tier, load_schema
 
-__all__ = ["ChildTable", "DatasetSchema", "PersonKey", "SelectSpec", "TableRef", "load_dataset_schema", "modelled"]
+__all__ = ["ChildTable", "DatasetSchema", "FlagSpec", "PersonKey", "SelectSpec", "TableRef", "load_dataset_schema",
+           "modelled"]
+
+#: Most person flags one child table may declare (each is a binary column of the persons' model).
+MAX_FLAGS = 60
 
 
 class _Strict(BaseModel):
@@ -54,6 +63,25 @@ class SelectSpec(_Strict):
     nullable: bool = True
 
 
+class FlagSpec(_Strict):
+    """Per-person summaries of a child table: for each named pattern, whether any of the person's rows has a value
+    of ``column`` matching it (``re.search``, case-insensitive). Public configuration (e.g. clinical categories by
+    name); the persons' model carries one binary column per pattern, and a synthetic person's child rows are drawn
+    to agree with them."""
+
+    column: str = Field(min_length=1)
+    patterns: dict[str, str] = Field(min_length=1)
+    #: a public value standing for the flag's category where ``column`` is selected and a matching row's own value
+    #: is not in the selected domain (default: the flag's name, ``_`` read as a space); it must match the pattern
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    def compiled(self) -> dict[str, re.Pattern]:
+        return {k: re.compile(v, re.IGNORECASE) for k, v in self.patterns.items()}
+
+    def label(self, name: str) -> str:
+        return self.labels.get(name, name.replace("_", " "))
+
+
 class TableRef(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_]+$")
     schema_: str = Field(alias="schema", min_length=1)
@@ -64,6 +92,7 @@ class TableRef(_Strict):
     count_bins: list[int] | None = None
     condition_on: list[str] = Field(default_factory=list)
     select: dict[str, SelectSpec] = Field(default_factory=dict)
+    person_flags: FlagSpec | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -87,6 +116,11 @@ class ChildTable(BaseModel):
     def count_column(self) -> str:
         return f"n_{self.ref.name}"
 
+    def flag_columns(self) -> dict[str, str]:
+        """The persons' model's column per declared person flag: ``{column name: flag name}``."""
+        flags = self.ref.person_flags
+        return {f"{self.ref.name}__{k}": k for k in flags.patterns} if flags else {}
+
     def count_edges(self) -> list[float]:
         """Public bins of rows per person, 0 to the bound (closed on the right)."""
         b = self.ref.count_bins or [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000]
@@ -105,7 +139,16 @@ class DatasetSchema(BaseModel):
     root: TableRef
     root_schema: TableSchema
     children: list[ChildTable]
+    target: str | None = None
     source: str = "<string>"
+
+    @property
+    def target_known_column(self) -> str | None:
+        """The persons' model's binary column 'target is known' when the target is a nullable non-categorical
+        column (e.g. a date of death: the task is whether there is one), else None."""
+        if self.target is None or self.root_schema.column(self.target).kind == ColumnKind.categorical:
+            return None
+        return f"{self.target}__known"
 
     @property
     def unit(self) -> str:
@@ -123,7 +166,8 @@ class DatasetSchema(BaseModel):
         import hashlib
         import json
 
-        blob = json.dumps({"name": self.name, "root": self.root.model_dump(by_alias=True), "root_schema":
+        blob = json.dumps({"name": self.name, "target": self.target, "root": self.root.model_dump(by_alias=True),
+                           "root_schema":
                            self.root_schema.fingerprint(), "children": [
                                [c.ref.model_dump(by_alias=True), c.schema_.fingerprint()] for c in self.children]},
                           sort_keys=True).encode()
@@ -138,6 +182,7 @@ class _Raw(_Strict):
     population: str | None = None
     person: PersonKey
     tables: list[TableRef] = Field(min_length=2)
+    target: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> _Raw:
@@ -149,9 +194,10 @@ class _Raw(_Strict):
             problems.append(f"person.table '{self.person.table}' is not one of the tables")
         for t in self.tables:
             if t.name == self.person.table:
-                if t.foreign_key or t.max_rows_per_person or t.count_bins or t.condition_on or t.select:
+                if (t.foreign_key or t.max_rows_per_person or t.count_bins or t.condition_on or t.select
+                        or t.person_flags):
                     problems.append(f"table '{t.name}' is the persons' table: it takes no foreign_key, "
-                                    "max_rows_per_person, count_bins, condition_on or select")
+                                    "max_rows_per_person, count_bins, condition_on, select or person_flags")
             elif t.foreign_key is None or t.max_rows_per_person is None:
                 problems.append(f"child table '{t.name}' needs foreign_key (its column naming the person) and "
                                 "max_rows_per_person (the public contribution bound)")
@@ -174,6 +220,16 @@ def _resolve(raw: _Raw, base: Path | None, source: str) -> DatasetSchema:
     if raw.person.key not in root_schema.column_names or root_schema.column(raw.person.key).kind != \
             ColumnKind.identifier:
         problems.append(f"person key '{raw.person.key}' must be an identifier column of '{root.name}'")
+    if raw.target is not None:
+        t = raw.target
+        if t not in root_schema.column_names or not modelled(root_schema.column(t)):
+            problems.append(f"target '{t}' is not a synthesizable column of '{root.name}' kept by masking")
+        elif root_schema.column(t).kind != ColumnKind.categorical and not root_schema.column(t).nullable:
+            problems.append(f"target '{t}' must be categorical, or nullable (the task is then whether it is known)")
+        elif f"{t}__known" in root_schema.column_names:
+            problems.append(f"the persons' table has a column '{t}__known', reserved for the target's presence")
+        elif root_schema.target is not None and root_schema.target != t:
+            problems.append(f"target '{t}' differs from the table schema's target '{root_schema.target}'")
     children = []
     for t in raw.tables:
         if t is root:
@@ -196,11 +252,38 @@ def _resolve(raw: _Raw, base: Path | None, source: str) -> DatasetSchema:
                                 "lower, or drop it from select")
         if f"n_{t.name}" in root_schema.column_names:
             problems.append(f"'{root.name}' has a column 'n_{t.name}', reserved for rows per person")
+        problems += _flag_problems(t, s, root_schema)
         children.append(ChildTable(ref=t, schema_=s))
     if problems:
         raise SchemaError(f"malformed dataset schema {source}: {'; '.join(problems)}")
     return DatasetSchema(name=raw.name, description=raw.description, population=raw.population, person=raw.person,
-                         root=root, root_schema=root_schema, children=children, source=source)
+                         root=root, root_schema=root_schema, children=children, target=raw.target, source=source)
+
+
+def _flag_problems(t: TableRef, s: TableSchema, root_schema: TableSchema) -> list[str]:
+    f = t.person_flags
+    if f is None:
+        return []
+    problems = []
+    if f.column not in s.column_names or s.column(f.column).kind not in (ColumnKind.text, ColumnKind.categorical):
+        problems.append(f"'{t.name}' flags persons by '{f.column}', which is not a text or categorical column of it")
+    if len(f.patterns) > MAX_FLAGS:
+        problems.append(f"'{t.name}' declares {len(f.patterns)} person flags; at most {MAX_FLAGS}")
+    problems += [f"'{t.name}' person flag label '{x}' names no pattern" for x in f.labels if x not in f.patterns]
+    for name, pattern in f.patterns.items():
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            problems.append(f"'{t.name}' person flag '{name}': use letters, digits and _ only")
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            problems.append(f"'{t.name}' person flag '{name}': not a regular expression ({e})")
+        else:
+            if not re.search(pattern, f.label(name), re.IGNORECASE):
+                problems.append(f"'{t.name}' person flag '{name}': its label '{f.label(name)}' does not match its "
+                                "pattern; give one that does under labels")
+        if f"{t.name}__{name}" in root_schema.column_names:
+            problems.append(f"the persons' table has a column '{t.name}__{name}', reserved for a person flag")
+    return problems
 
 
 def modelled(col) -> bool:

@@ -65,8 +65,10 @@ class RelationalConfig(BaseModel):
                                    description="share of the budget (of 1/σ²) for each selected text column")
     selection_tail: float = Field(default=0.25, gt=0, le=0.5,
                                   description="fraction of δ reserved for all selections' thresholds together")
-    persons_share: float = Field(default=0.4, gt=0, lt=1,
-                                 description="share of what selection leaves for the persons' table")
+    persons_share: float | None = Field(default=None, gt=0, lt=1,
+                                        description="share of what selection leaves for the persons' table (the "
+                                                    "rest in equal parts to the child tables); default: every "
+                                                    "component in proportion to its modelled columns")
     pool_factor: int = Field(default=4, ge=1, le=100,
                              description="child rows drawn per needed row before matching rows to persons")
     backbone: dict[str, Any] = Field(default_factory=dict, description="pgm settings for every component")
@@ -81,8 +83,10 @@ class RelationalConfig(BaseModel):
 def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig, gate_share: float = 0.0) -> dict[str, float]:
     """The public split of the run's budget (shares of 1/σ_total², summing to 1): ``gate_share`` for the
     validation gate in equal parts per table (``gate.<table>``: :mod:`dpsyn.relational.gate`), a fixed share per
-    selected column, then ``persons_share`` of the rest for the persons' table and equal parts for the child
-    tables."""
+    selected column, then the rest split over the components (the persons' table, each child table) in proportion
+    to the columns each models (:func:`component_columns`): each component's one-way release has L2 sensitivity
+    √(its columns), so this gives every column of every component the same one-way noise. A ``persons_share`` in
+    the config replaces the rule (the persons' table gets that share, the child tables equal parts of the rest)."""
     if not 0 <= gate_share < 0.5:
         raise ConfigError(f"the gate's share of the budget must be in [0, 0.5), got {gate_share}")
     shares = {f"gate.{t}": gate_share / len(dataset.tables()) for t in dataset.tables()} if gate_share else {}
@@ -91,10 +95,29 @@ def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig, gate_share: flo
     rest = 1.0 - sum(shares.values())
     if rest <= 0.2:
         raise ConfigError("selection shares leave too little budget: lower selection_share")
-    shares[dataset.root.name] = rest * cfg.persons_share
-    for c in dataset.children:
-        shares[c.name] = rest * (1 - cfg.persons_share) / len(dataset.children)
+    if cfg.persons_share is not None:
+        shares[dataset.root.name] = rest * cfg.persons_share
+        for c in dataset.children:
+            shares[c.name] = rest * (1 - cfg.persons_share) / len(dataset.children)
+        return shares
+    cols = component_columns(dataset)
+    for name, d in cols.items():
+        shares[name] = rest * d / sum(cols.values())
     return shares
+
+
+def component_columns(dataset: DatasetSchema) -> dict[str, int]:
+    """How many columns each component's model has (public: read from the schemas): the persons' table's modelled
+    columns, one rows-per-person column per child, its person flags and the target's 'known' column; each child's
+    modelled and selected columns and the person columns it is drawn given."""
+    root = sum(modelled(c) for c in dataset.root_schema.columns) + len(dataset.children)
+    root += sum(len(c.flag_columns()) for c in dataset.children) + (dataset.target_known_column is not None)
+    out = {dataset.root.name: root}
+    for c in dataset.children:
+        own = sum(1 for x in c.schema_.columns
+                  if x.name in c.ref.select or (modelled(x) and x.name != c.ref.foreign_key))
+        out[c.name] = own + len(c.ref.condition_on)
+    return out
 
 
 def _count_column(child: ChildTable) -> Column:
@@ -102,6 +125,10 @@ def _count_column(child: ChildTable) -> Column:
     return Column(name=child.count_column, kind=ColumnKind.numeric, bounds=(0.0, float(child.k)), integer=True,
                   bins=edges if len(edges) >= 3 else None, tier=Tier.L2,  # k = 1: one bin per value
                   description=f"rows of {child.name} per person (bounded to {child.k})")
+
+
+def _binary_column(name: str, description: str) -> Column:
+    return Column(name=name, kind=ColumnKind.categorical, domain=["0", "1"], tier=Tier.L2, description=description)
 
 
 def _selected_column(name: str, domain: list[str], nullable: bool) -> Column:
@@ -171,6 +198,7 @@ class RelationalSynthesizer:
         # 3. the persons' table with rows-per-person columns
         root_schema = self._root_schema(dataset)
         frame = root_frame(dataset, root_df, root_codes, {c: pc for c, (_, pc) in children.items()})
+        frame = person_summaries(dataset, frame, root_codes, children)
         self.root_schema_ = root_schema
         self.root_model_ = self._fit_component(create, frame, root_schema, dataset.root.name, sigma_total,
                                                accountant, unit=None)
@@ -217,8 +245,15 @@ class RelationalSynthesizer:
         s = dataset.root_schema
         cols = [c for c in s.columns if modelled(c) or c.name == dataset.person.key]
         cols += [_count_column(c) for c in dataset.children]
+        cols += [_binary_column(name, f"whether the person has a {c.name} row whose {c.ref.person_flags.column} "
+                                      f"matches '{flag}'")
+                 for c in dataset.children for name, flag in c.flag_columns().items()]
+        known, target = dataset.target_known_column, dataset.target
+        if known is not None:
+            cols.append(_binary_column(known, f"whether the person's {dataset.target} is known"))
+            target = known
         return s.model_copy(update={"name": f"{dataset.name}.{dataset.root.name}", "columns": cols,
-                                    "privacy_unit": None})
+                                    "privacy_unit": None, "target": target if target is not None else s.target})
 
     def _child_schema(self, dataset: DatasetSchema, c: ChildTable) -> TableSchema:
         s = c.schema_
@@ -226,7 +261,9 @@ class RelationalSynthesizer:
         for col in s.columns:
             if col.name in c.ref.select:
                 spec = c.ref.select[col.name]
-                cols.append(_selected_column(col.name, self.domains_[c.name][col.name], spec.nullable))
+                dom = self.domains_[c.name][col.name]
+                cols.append(_selected_column(col.name, dom + [x for x in _labels(c, col.name) if x not in dom],
+                                             spec.nullable))
             elif modelled(col) or col.name == c.ref.foreign_key:
                 cols.append(col)
         cols += [dataset.root_schema.column(x) for x in c.ref.condition_on]
@@ -243,6 +280,14 @@ class RelationalSynthesizer:
                 dom = set(self.domains_[c.name][col.name])
                 s = _text(df[col.name])
                 other = s.notna() & ~s.isin(dom)
+                labels = _labels(c, col.name)
+                if labels:  # a value outside the domain that falls in a flag's category: the category's label
+                    hits = _flag_hits(s, c.ref.person_flags)
+                    first = np.where(hits.any(axis=1), hits.argmax(axis=1), -1)
+                    use = other.to_numpy() & (first >= 0)
+                    s = s.copy()
+                    s[use] = np.asarray(labels, dtype=object)[first[use]]
+                    other = other & ~pd.Series(use, index=s.index)
                 s = s.where(~other, OTHER)
                 if not c.ref.select[col.name].nullable:
                     s = s.fillna(OTHER)
@@ -271,11 +316,18 @@ class RelationalSynthesizer:
         if n < 0:
             raise ConfigError("n_persons must be ≥ 0")
         persons = self.root_model_.sample(n, random_state=rng).reset_index(drop=True)
+        if ds.target_known_column is not None:
+            persons[ds.target] = _agree_with_known(persons[ds.target], persons[ds.target_known_column], rng)
         ids = pd.Series([f"p{x:012x}" for x in rng.choice(2**48, size=n, replace=False)], dtype="string")
         out: dict[str, pd.DataFrame] = {}
         for c in ds.children:
             counts = np.clip(np.rint(persons[c.count_column].to_numpy(dtype=np.float64)), 0, c.k).astype(np.int64)
-            out[c.name] = self._sample_child(c, persons, ids, counts, rng)
+            flags = c.flag_columns()
+            if flags:
+                wanted = persons[list(flags)].astype(str).eq("1").to_numpy()
+                out[c.name] = self._sample_flagged_child(c, persons, ids, counts, wanted, rng)
+            else:
+                out[c.name] = self._sample_child(c, persons, ids, counts, rng)
         root_cols = [x.name for x in ds.root_schema.columns if modelled(x) or x.name == ds.person.key]
         persons[ds.person.key] = ids
         out[ds.root.name] = persons[root_cols]
@@ -312,6 +364,34 @@ class RelationalSynthesizer:
                 chosen[todo[idx]] = rng.choice(rows, size=len(idx), replace=len(idx) > len(rows))
         frame = pool.iloc[chosen][out_cols].reset_index(drop=True)
         frame[c.ref.foreign_key] = ids.iloc[need].reset_index(drop=True)
+        return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
+
+    def _sample_flagged_child(self, c: ChildTable, persons: pd.DataFrame, ids: pd.Series, counts: np.ndarray,
+                              wanted: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+        """A child table whose rows agree with the persons' flags (``wanted``: persons × declared flags): for each
+        flag a person has, one row matching its pattern; then the person's other rows; no row matching a flag the
+        person lacks. Rows come from a pool of the child model's rows, matched on the person columns
+        ``condition_on`` (all, then fewer, then none) as :meth:`_sample_child` does. The person's number of rows is
+        the sampled one (a person with fewer rows than flags meets a random subset of them); a flag no pool row
+        matches is left unmet. Post-processing only."""
+        total = int(counts.sum())
+        if total == 0:
+            return self._sample_child(c, persons, ids, counts, rng)
+        model, schema = self.child_models_[c.name], self.child_schemas_[c.name]
+        out_cols = [x.name for x in c.schema_.columns if x.name in schema.column_names and x.name != c.ref.foreign_key]
+        pool = model.sample(max(self.config.pool_factor * total, 1000), random_state=rng).reset_index(drop=True)
+        hits = _flag_hits(pool[c.ref.person_flags.column], c.ref.person_flags)
+        cond = list(c.ref.condition_on)
+        enc = DiscreteEncoder(schema, columns=cond) if cond else None
+        pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
+        person_keys = enc.encode(_naive_frame(persons[cond])) if enc else np.zeros((len(persons), 0), dtype=np.int64)
+        levels = range(len(cond), -1, -1)
+        sizes = enc.sizes if enc else []
+        pool_level = np.column_stack([_row_keys(pool_keys[:, :lv], sizes[:lv]) for lv in levels])
+        person_level = np.column_stack([_row_keys(person_keys[:, :lv], sizes[:lv]) for lv in levels])
+        need_a, chosen_a = draw_flagged(hits, pool_level, person_level, counts, wanted, rng)
+        frame = pool.iloc[chosen_a][out_cols].reset_index(drop=True)
+        frame[c.ref.foreign_key] = ids.iloc[need_a].reset_index(drop=True)
         return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
 
     def params(self) -> dict[str, Any]:
@@ -351,6 +431,99 @@ def root_frame(dataset: DatasetSchema, root_df: pd.DataFrame, root_codes: np.nda
         frame[c.count_column] = np.bincount(child_codes[c.name], minlength=len(root_df))[root_codes].astype(
             np.float64)
     return frame
+
+
+def draw_flagged(hits: np.ndarray, pool_level: np.ndarray, person_level: np.ndarray, counts: np.ndarray,
+                 wanted: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Pool rows for each person's child rows, agreeing with the person's flags: (person of each row, pool row).
+
+    ``hits``: pool rows × flags (the row matches the flag's pattern); ``wanted``: persons × flags; ``counts``: rows
+    per person (a person with fewer rows than wanted flags gets a random subset of them); ``pool_level`` / ``person_level``: one key per row and matching level,
+    most specific first (the last level matches everything). For each wanted flag one row matching it, then the
+    person's other rows; rows matching a flag the person lacks are never drawn unless no pool row avoids them; a
+    wanted flag no row matches is left unmet. Each row is drawn at the most specific level with a candidate."""
+    anywhere = np.ones(len(hits), dtype=bool)
+
+    def pick(candidates: np.ndarray, i: int, size: int) -> np.ndarray:
+        for lv in range(pool_level.shape[1]):
+            rows = np.flatnonzero(candidates & (pool_level[:, lv] == person_level[i, lv]))
+            if len(rows):
+                return rng.choice(rows, size=size, replace=size > len(rows))
+        return np.empty(0, dtype=np.int64)
+
+    allowed_for: dict[bytes, np.ndarray] = {}
+    need, chosen = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+    for i in np.flatnonzero(counts):
+        mine = wanted[i]
+        key = mine.tobytes()
+        if key not in allowed_for:
+            allowed = ~hits[:, ~mine].any(axis=1)
+            allowed_for[key] = allowed if allowed.any() else anywhere
+        allowed = allowed_for[key]
+        rows = []
+        for j in rng.permutation(np.flatnonzero(mine))[:int(counts[i])]:
+            both = allowed & hits[:, j]
+            rows.append(pick(both if both.any() else hits[:, j], i, 1))
+        got = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+        rest = int(counts[i]) - len(got)
+        if rest > 0:
+            got = np.concatenate([got, pick(allowed, i, rest)])
+        need.append(np.full(len(got), i, dtype=np.int64))
+        chosen.append(got.astype(np.int64))
+    return np.concatenate(need), np.concatenate(chosen)
+
+
+def person_summaries(dataset: DatasetSchema, frame: pd.DataFrame, root_codes: np.ndarray,
+                     children: dict[str, tuple[pd.DataFrame, np.ndarray]]) -> pd.DataFrame:
+    """The persons' rows with the declared per-person flags of each child table (``"1"`` when any of the person's
+    bounded rows matches the flag's pattern) and, for a nullable non-categorical target, whether it is known. Each
+    is a function of one person's rows: the persons' table stays one row per person. Inside the trust boundary."""
+    frame = frame.copy()
+    size = max(len(frame), int(root_codes.max()) + 1 if len(root_codes) else 0)
+    for c in dataset.children:
+        if c.ref.person_flags is None:
+            continue
+        df, pc = children[c.name]
+        hits = _flag_hits(df[c.ref.person_flags.column], c.ref.person_flags)
+        for j, name in enumerate(c.flag_columns()):
+            has = np.zeros(size, dtype=bool)
+            has[pc[hits[:, j]]] = True
+            frame[name] = np.where(has[root_codes], "1", "0")
+    if dataset.target_known_column is not None:
+        frame[dataset.target_known_column] = np.where(frame[dataset.target].notna(), "1", "0")
+    return frame
+
+
+def _labels(c: ChildTable, column: str) -> list[str]:
+    """The public category labels a selected ``column`` of ``c`` takes beside its selected domain: one per person
+    flag declared on that column (none otherwise)."""
+    f = c.ref.person_flags
+    return [f.label(k) for k in f.patterns] if f is not None and f.column == column else []
+
+
+def _flag_hits(values: pd.Series, spec) -> np.ndarray:
+    """rows × patterns: whether each row's value matches each of ``spec``'s patterns (missing matches none)."""
+    text = _text(values)
+    uniq = pd.unique(text.dropna())
+    pats = list(spec.compiled().values())
+    table = np.array([[bool(p.search(str(v))) for p in pats] for v in uniq], dtype=bool).reshape(len(uniq), len(pats))
+    pos = pd.Index(uniq).get_indexer(text.fillna("\x00__missing__"))
+    out = np.zeros((len(text), len(pats)), dtype=bool)
+    found = pos >= 0
+    out[found] = table[pos[found]]
+    return out
+
+
+def _agree_with_known(values: pd.Series, known: pd.Series, rng: np.random.Generator) -> pd.Series:
+    """The target column made to agree with its sampled 'known' flag: missing where the flag is 0; where it is 1
+    and the value came out missing, a value drawn from the synthetic persons whose value is known."""
+    is_known = known.astype(str).eq("1").to_numpy()
+    out = values.where(is_known)
+    gap = np.flatnonzero(is_known & out.isna().to_numpy())
+    donors = out.dropna().to_numpy()
+    if len(gap) and len(donors):
+        out.iloc[gap] = rng.choice(donors, size=len(gap))
+    return out
 
 
 def _text(s: pd.Series) -> pd.Series:

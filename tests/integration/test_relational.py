@@ -75,8 +75,11 @@ def test_selected_domains_hold_only_values_many_persons_share(fitted):
     holders = cond.groupby("DESCRIPTION")["PATIENT"].nunique()
     for v in model.domains_["conditions"]["DESCRIPTION"]:
         assert holders[v] >= 2  # a value one person holds is released with probability ≤ δ_sel
+    # beside the selected values: the other token and the public labels of the declared person flags
+    flags = model.dataset_.children[0].ref.person_flags
+    labels = {flags.label(k) for k in flags.patterns}
     assert set(out["conditions"]["DESCRIPTION"].dropna()) <= set(model.domains_["conditions"]["DESCRIPTION"]) | {
-        "__other__"}
+        "__other__"} | labels
 
 
 def test_budget_shares_sum_to_one(fitted):

@@ -69,3 +69,34 @@ def test_foreign_key_must_be_an_identifier():
 def test_unknown_dataset_name():
     with pytest.raises(SchemaError, match="dataset schema not found"):
         load_dataset_schema("no_such_dataset")
+
+
+def test_person_flags_and_target_are_read():
+    ds = load_dataset_schema("synthea")
+    assert ds.target == "DEATHDATE" and ds.target_known_column == "DEATHDATE__known"
+    cond = ds.children[0]
+    assert cond.flag_columns()["conditions__hypertension"] == "hypertension"
+    assert cond.ref.person_flags.label("copd") == "chronic obstructive pulmonary disease"
+    assert cond.ref.person_flags.label("heart_failure") == "heart failure"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ("{column: NOPE, patterns: {a: a}}", "not a text or categorical column"),
+    ("{column: DESCRIPTION, patterns: {a: '('}}", "not a regular expression"),
+    ("{column: DESCRIPTION, patterns: {bad-name: a}}", "letters, digits and _ only"),
+    ("{column: DESCRIPTION, patterns: {copd: emphysema}}", "label 'copd' does not match its pattern"),
+    ("{column: DESCRIPTION, patterns: {a: a}, labels: {b: b}}", "names no pattern"),
+])
+def test_bad_person_flags_are_refused_with_what_to_fix(flags, message):
+    p, c = _paths()
+    with pytest.raises(SchemaError, match=message):
+        parse_dataset_schema(_BASE % (p, c) + f"    person_flags: {flags}\n")
+
+
+def test_a_target_must_be_a_categorical_or_nullable_person_column():
+    p, c = _paths()
+    with pytest.raises(SchemaError, match="target 'GENDER_X' is not a synthesizable column"):
+        parse_dataset_schema(_BASE % (p, c) + "target: GENDER_X\n")
+    with pytest.raises(SchemaError, match="must be categorical, or nullable"):
+        parse_dataset_schema(_BASE % (p, c) + "target: BIRTHDATE\n")
+    assert parse_dataset_schema(_BASE % (p, c) + "target: GENDER\n").target_known_column is None
