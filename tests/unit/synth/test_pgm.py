@@ -216,6 +216,14 @@ def test_small_tables_stop_the_estimation_early_by_a_public_rule():
     assert estimation_iters(epsilon=1.0, public_rows=32_000, columns=15) == ITERS
 
 
+def test_the_estimation_stops_at_the_noise_level_on_small_tables_that_are_not_tiny():
+    from dpsyn.synth.pgm import noise_stopping
+
+    assert not noise_stopping(epsilon=1.0, public_rows=300, columns=8)  # tiny: a fixed 100
+    assert noise_stopping(epsilon=1.0, public_rows=2_000, columns=15)  # 133 rows per column: small, not tiny
+    assert not noise_stopping(epsilon=1.0, public_rows=32_000, columns=15)  # large: a fixed 1,000
+
+
 def test_the_fitted_model_holds_numpy_tables_only(table):
     import pickle
 
