@@ -438,36 +438,44 @@ def draw_flagged(hits: np.ndarray, pool_level: np.ndarray, person_level: np.ndar
     """Pool rows for each person's child rows, agreeing with the person's flags: (person of each row, pool row).
 
     ``hits``: pool rows × flags (the row matches the flag's pattern); ``wanted``: persons × flags; ``counts``: rows
-    per person (a person with fewer rows than wanted flags gets a random subset of them); ``pool_level`` / ``person_level``: one key per row and matching level,
-    most specific first (the last level matches everything). For each wanted flag one row matching it, then the
+    per person (a person with fewer rows than wanted flags gets a random subset of them); ``pool_level`` /
+    ``person_level``: one key per row and matching level, most specific first (the last level matches everything). For each wanted flag one row matching it, then the
     person's other rows; rows matching a flag the person lacks are never drawn unless no pool row avoids them; a
     wanted flag no row matches is left unmet. Each row is drawn at the most specific level with a candidate."""
-    anywhere = np.ones(len(hits), dtype=bool)
+    # the pool's rows by key at each level: a person's candidates are looked up in their own group, not the pool
+    groups = [pd.Series(np.arange(len(hits))).groupby(pool_level[:, lv]).indices for lv in range(pool_level.shape[1])]
 
-    def pick(candidates: np.ndarray, i: int, size: int) -> np.ndarray:
-        for lv in range(pool_level.shape[1]):
-            rows = np.flatnonzero(candidates & (pool_level[:, lv] == person_level[i, lv]))
+    def pick(ok, i: int, size: int) -> np.ndarray:
+        """``size`` rows among those ``ok`` keeps, at the most specific level where there are any."""
+        for lv, by_key in enumerate(groups):
+            rows = by_key.get(person_level[i, lv])
+            if rows is None:
+                continue
+            rows = rows[ok(rows)]
             if len(rows):
                 return rng.choice(rows, size=size, replace=size > len(rows))
         return np.empty(0, dtype=np.int64)
 
-    allowed_for: dict[bytes, np.ndarray] = {}
+    def everything(rows: np.ndarray) -> np.ndarray:
+        return np.ones(len(rows), dtype=bool)
+
     need, chosen = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
     for i in np.flatnonzero(counts):
         mine = wanted[i]
-        key = mine.tobytes()
-        if key not in allowed_for:
-            allowed = ~hits[:, ~mine].any(axis=1)
-            allowed_for[key] = allowed if allowed.any() else anywhere
-        allowed = allowed_for[key]
-        rows = []
+        lacks = ~mine
+
+        def allowed(rows: np.ndarray, lacks=lacks) -> np.ndarray:  # no flag the person lacks
+            return ~hits[rows][:, lacks].any(axis=1)
+
+        got = []
         for j in rng.permutation(np.flatnonzero(mine))[:int(counts[i])]:
-            both = allowed & hits[:, j]
-            rows.append(pick(both if both.any() else hits[:, j], i, 1))
-        got = np.concatenate(rows) if rows else np.empty(0, dtype=np.int64)
+            row = pick(lambda r, j=j: allowed(r) & hits[r, j], i, 1)
+            got.append(row if len(row) else pick(lambda r, j=j: hits[r, j], i, 1))
+        got = np.concatenate(got) if got else np.empty(0, dtype=np.int64)
         rest = int(counts[i]) - len(got)
         if rest > 0:
-            got = np.concatenate([got, pick(allowed, i, rest)])
+            more = pick(allowed, i, rest)
+            got = np.concatenate([got, more if len(more) else pick(everything, i, rest)])
         need.append(np.full(len(got), i, dtype=np.int64))
         chosen.append(got.astype(np.int64))
     return np.concatenate(need), np.concatenate(chosen)
