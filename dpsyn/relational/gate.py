@@ -48,7 +48,7 @@ from dpsyn.errors import ConfigError, InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant, gaussian_epsilon
 from dpsyn.privacy.unit import bound_contributions
 from dpsyn.relational.schema import DatasetSchema
-from dpsyn.relational.synth import GATE_TAIL, _flag_hits, _naive, bound_tables, person_summaries, root_frame
+from dpsyn.relational.synth import GATE_TAIL, _naive, bound_tables, person_summaries, root_frame
 from dpsyn.schema import ColumnKind
 from dpsyn.validation import (
     VALIDATION_LABEL,
@@ -170,18 +170,16 @@ def _child_frame_of_synthetic(c, synthetic: dict[str, pd.DataFrame], dataset: Da
 def _root_frame_of_synthetic(synthetic: dict[str, pd.DataFrame], dataset: DatasetSchema) -> pd.DataFrame:
     persons = synthetic[dataset.root.name].copy()
     ids = persons[dataset.person.key].astype("string")
+    position = pd.Series(np.arange(len(persons)), index=ids.to_numpy())
+    children = {}
     for c in dataset.children:
         per = synthetic[c.name][c.ref.foreign_key].astype("string").value_counts()
         persons[c.count_column] = per.reindex(ids.to_numpy()).fillna(0).to_numpy(dtype=np.float64)
-        if c.ref.person_flags is not None:  # the same per-person flags the persons' model carries
-            rows = synthetic[c.name]
-            hits = _flag_hits(rows[c.ref.person_flags.column], c.ref.person_flags)
-            fk = rows[c.ref.foreign_key].astype("string").to_numpy()
-            for j, name in enumerate(c.flag_columns()):
-                persons[name] = np.where(ids.isin(set(fk[hits[:, j]])).to_numpy(), "1", "0")
-    if dataset.target_known_column is not None:
-        persons[dataset.target_known_column] = np.where(persons[dataset.target].notna(), "1", "0")
-    return persons
+        pc = position.reindex(synthetic[c.name][c.ref.foreign_key].astype("string").to_numpy()).to_numpy()
+        known = ~pd.isna(pc)
+        children[c.name] = (synthetic[c.name].loc[known].reset_index(drop=True), pc[known].astype(np.int64))
+    # the same per-person flags and target-known column the persons' model carries, computed the same way
+    return person_summaries(dataset, persons, np.arange(len(persons)), children)
 
 
 def _cross_table(report: ValidationReport, columns: set[str], *, pairs_only: bool) -> list[str]:

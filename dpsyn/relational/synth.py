@@ -85,7 +85,8 @@ def budget_shares(dataset: DatasetSchema, cfg: RelationalConfig, gate_share: flo
     validation gate in equal parts per table (``gate.<table>``: :mod:`dpsyn.relational.gate`), a fixed share per
     selected column, then the rest split over the components (the persons' table, each child table) in proportion
     to the columns each models (:func:`component_columns`): each component's one-way release has L2 sensitivity
-    √(its columns), so this gives every column of every component the same one-way noise. A ``persons_share`` in
+    √(its columns), so this gives the columns of all components about the same one-way noise (each pgm still splits
+    its own share, and a child's person-level counts carry its own weight). A ``persons_share`` in
     the config replaces the rule (the persons' table gets that share, the child tables equal parts of the rest)."""
     if not 0 <= gate_share < 0.5:
         raise ConfigError(f"the gate's share of the budget must be in [0, 0.5), got {gate_share}")
@@ -343,20 +344,15 @@ class RelationalSynthesizer:
             frame = empty[out_cols].copy()
             frame.insert(0, c.ref.foreign_key, pd.Series([], dtype="string"))
             return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
-        pool = model.sample(max(self.config.pool_factor * total, 1000), random_state=rng).reset_index(drop=True)
-        cond = list(c.ref.condition_on)
-        enc = DiscreteEncoder(schema, columns=cond) if cond else None
-        pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
-        person_keys = enc.encode(_naive_frame(persons[cond])) if enc else np.zeros((len(persons), 0), dtype=np.int64)
+        pool, pool_level, person_level = self._pool(c, persons, total, rng)
         need = np.repeat(np.arange(len(persons)), counts)
         chosen = np.full(len(need), -1, dtype=np.int64)
-        for level in range(len(cond), -1, -1):  # match on all person columns, then fewer, then none
+        for lv in range(pool_level.shape[1]):  # match on all person columns, then fewer, then none
             todo = np.flatnonzero(chosen < 0)
             if not len(todo):
                 break
-            pk = _row_keys(pool_keys[:, :level], enc.sizes[:level] if enc else [])
-            groups = pd.Series(np.arange(len(pool))).groupby(pk).indices
-            want = _row_keys(person_keys[need[todo], :level], enc.sizes[:level] if enc else [])
+            groups = pd.Series(np.arange(len(pool))).groupby(pool_level[:, lv]).indices
+            want = person_level[need[todo], lv]
             for key, idx in pd.Series(np.arange(len(todo))).groupby(want).indices.items():
                 rows = groups.get(key)
                 if rows is None:
@@ -365,6 +361,22 @@ class RelationalSynthesizer:
         frame = pool.iloc[chosen][out_cols].reset_index(drop=True)
         frame[c.ref.foreign_key] = ids.iloc[need].reset_index(drop=True)
         return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
+
+    def _pool(self, c: ChildTable, persons: pd.DataFrame, total: int, rng: np.random.Generator
+              ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+        """A pool of the child model's rows for ``total`` needed rows, and the keys rows are matched to persons by:
+        one column per level, all person columns ``condition_on`` first, then fewer, the last matching everything
+        (pool rows × levels, persons × levels)."""
+        pool = self.child_models_[c.name].sample(max(self.config.pool_factor * total, 1000),
+                                                 random_state=rng).reset_index(drop=True)
+        cond = list(c.ref.condition_on)
+        enc = DiscreteEncoder(self.child_schemas_[c.name], columns=cond) if cond else None
+        pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
+        person_keys = enc.encode(_naive_frame(persons[cond])) if enc else np.zeros((len(persons), 0), dtype=np.int64)
+        sizes = enc.sizes if enc else []
+        levels = range(len(cond), -1, -1)
+        return (pool, np.column_stack([_row_keys(pool_keys[:, :lv], sizes[:lv]) for lv in levels]),
+                np.column_stack([_row_keys(person_keys[:, :lv], sizes[:lv]) for lv in levels]))
 
     def _sample_flagged_child(self, c: ChildTable, persons: pd.DataFrame, ids: pd.Series, counts: np.ndarray,
                               wanted: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
@@ -377,18 +389,10 @@ class RelationalSynthesizer:
         total = int(counts.sum())
         if total == 0:
             return self._sample_child(c, persons, ids, counts, rng)
-        model, schema = self.child_models_[c.name], self.child_schemas_[c.name]
+        schema = self.child_schemas_[c.name]
         out_cols = [x.name for x in c.schema_.columns if x.name in schema.column_names and x.name != c.ref.foreign_key]
-        pool = model.sample(max(self.config.pool_factor * total, 1000), random_state=rng).reset_index(drop=True)
+        pool, pool_level, person_level = self._pool(c, persons, total, rng)
         hits = _flag_hits(pool[c.ref.person_flags.column], c.ref.person_flags)
-        cond = list(c.ref.condition_on)
-        enc = DiscreteEncoder(schema, columns=cond) if cond else None
-        pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
-        person_keys = enc.encode(_naive_frame(persons[cond])) if enc else np.zeros((len(persons), 0), dtype=np.int64)
-        levels = range(len(cond), -1, -1)
-        sizes = enc.sizes if enc else []
-        pool_level = np.column_stack([_row_keys(pool_keys[:, :lv], sizes[:lv]) for lv in levels])
-        person_level = np.column_stack([_row_keys(person_keys[:, :lv], sizes[:lv]) for lv in levels])
         need_a, chosen_a = draw_flagged(hits, pool_level, person_level, counts, wanted, rng)
         frame = pool.iloc[chosen_a][out_cols].reset_index(drop=True)
         frame[c.ref.foreign_key] = ids.iloc[need_a].reset_index(drop=True)
@@ -439,8 +443,8 @@ def draw_flagged(hits: np.ndarray, pool_level: np.ndarray, person_level: np.ndar
 
     ``hits``: pool rows × flags (the row matches the flag's pattern); ``wanted``: persons × flags; ``counts``: rows
     per person (a person with fewer rows than wanted flags gets a random subset of them); ``pool_level`` /
-    ``person_level``: one key per row and matching level, most specific first (the last level matches everything). For each wanted flag one row matching it, then the
-    person's other rows; rows matching a flag the person lacks are never drawn unless no pool row avoids them; a
+    ``person_level``: one key per row and matching level, most specific first (the last level matches everything).
+    For each wanted flag one row matching it, then the person's other rows; rows matching a flag the person lacks are never drawn unless no pool row avoids them; a
     wanted flag no row matches is left unmet. Each row is drawn at the most specific level with a candidate."""
     # the pool's rows by key at each level: a person's candidates are looked up in their own group, not the pool
     groups = [pd.Series(np.arange(len(hits))).groupby(pool_level[:, lv]).indices for lv in range(pool_level.shape[1])]
