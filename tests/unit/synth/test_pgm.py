@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -389,3 +390,41 @@ def test_stopping_at_the_noise_level_stops_early_only_where_the_noise_allows():
     assert runs[1e-3] > 100
     fixed = pgm_model.estimate_model([3, 2], ms, total=1000.0, iters=120)
     assert fixed.iters_run == 150  # without the stop mbi runs whole blocks of 50: what it ran is reported
+
+
+def test_the_compiled_descent_is_mbis_estimate_and_reuses_its_programs():
+    """pgm_model._descend runs mbi's ``_init`` as one compiled program (eagerly it compiled ~190 programs, half of a
+    small fit) and compares a compressed column's weights by value: the estimate must be mbi's own ``estimate``
+    from the same measurements, and a second fit of the same structure must reuse the compiled programs."""
+    from dpsyn.synth import pgm_model
+
+    mbi = pgm_model._mbi()
+    rng = np.random.default_rng(5)
+    sizes, full = [3, 2, 4], [5, 2, 4]
+    names = [pgm_model._name(j) for j in range(3)]
+    dom = mbi.Domain(names, sizes)
+
+    def measurements():
+        one = mbi.LinearMeasurement(rng.random(5) * 100, (names[0],), stddev=2.0)
+        one = one.compress({names[0]: np.array([0, 0, 1, 2, 2])}, mbi.Domain([names[0]], [5]))
+        return [one, *(mbi.LinearMeasurement(rng.random(sizes[a] * sizes[b]) * 50, (names[a], names[b]), stddev=1.0)
+                       for a, b in [(0, 1), (1, 2)])]
+
+    ms = measurements()
+    theirs = mbi.estimation.MirrorDescent().estimate(dom, ms, known_total=300.0, iters=100)
+    ms_by_value = [dataclasses.replace(ms[0], query=pgm_model._weighted_query()(ms[0].query.weights)), *ms[1:]]
+    ours, ran = pgm_model._descend(mbi.estimation.MirrorDescent(), dom, ms_by_value, 300.0, 100, None, mbi)
+    assert ran == 100
+    for cl in theirs.cliques:
+        np.testing.assert_allclose(np.asarray(ours.potentials[cl].values), np.asarray(theirs.potentials[cl].values),
+                                   rtol=1e-9, atol=1e-9)
+
+    init = pgm_model._compiled_init()
+    init.clear_cache()
+    for _ in range(2):  # fresh measurement objects, same structure and weights: one compiled _init
+        again = measurements()
+        pgm_model.estimate_model(sizes, [((0, 1), again[1].noisy_measurement, 1.0)], total=300.0, iters=50,
+                                 one_way=[(rng.random(5) * 100, 2.0, np.array([0, 0, 1, 2, 2])),
+                                          (rng.random(2) * 100, 2.0, np.arange(2)),
+                                          (rng.random(4) * 100, 2.0, np.arange(4))], full_sizes=full)
+    assert init._cache_size() == 1
