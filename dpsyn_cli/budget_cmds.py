@@ -70,12 +70,13 @@ def _print_text(ledger, pops) -> None:
         return
     summary = Table(title=escape(f"privacy budget ({ledger.path})"), title_justify="left")
     summary.add_column("population", overflow="fold")
+    summary.add_column("ε counts", overflow="fold")
     for col in ("cap ε", "spent ε", "reserved ε", "remaining ε", "cap δ", "spent δ", "reserved δ", "runs"):
         summary.add_column(col, justify="right")
     for p in pops:
-        summary.add_row(Text(p.population), _cap(p.cap_epsilon), _num(p.spent_epsilon), _num(p.reserved_epsilon),
-                        _num(p.remaining_epsilon), _cap(p.cap_delta), _num(p.spent_delta, "g"),
-                        _num(p.reserved_delta, "g"), str(len(p.runs)))
+        summary.add_row(Text(p.population), Text(p.counts), _cap(p.cap_epsilon), _num(p.spent_epsilon),
+                        _num(p.reserved_epsilon), _num(p.remaining_epsilon), _cap(p.cap_delta),
+                        _num(p.spent_delta, "g"), _num(p.reserved_delta, "g"), str(len(p.runs)))
     console.print(summary)
     for p in pops:
         if not p.runs:

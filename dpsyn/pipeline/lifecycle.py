@@ -66,7 +66,8 @@ def begin(config: SynthesizeConfig, *, run_id: str | None = None, purpose: str =
     run_id = run_id or uuid.uuid4().hex
     key = f"{purpose}:{run_id}"
     BudgetLedger(budget.ledger_url).reserve(population, key, epsilon=eps, delta=delta, cap=budget.lifetime_epsilon,
-                                           purpose=purpose, note=f"data {config.data.name}")
+                                           purpose=purpose, note=f"data {config.data.name}",
+                                           unit=schema.unit_kwargs().get("unit"))
     try:
         work = WorkDir.create(run_id)
     except BaseException:

@@ -54,12 +54,13 @@ from dpsyn.validation import (
     VALIDATION_LABEL,
     DatasetGateConfig,
     ValidationReport,
+    gate_rules,
     real_statistics_for,
     validate,
 )
 from dpsyn.validation.report import raise_for_verdict
 
-__all__ = ["COUNT_PART", "GATE_TAIL", "DatasetGateConfig", "DatasetReport", "gate_dataset"]
+__all__ = ["COUNT_PART", "GATE_TAIL", "DatasetGateConfig", "DatasetReport", "child_rules", "gate_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -203,6 +204,14 @@ def _unjudgeable(lower_bound: float, n_hat: float) -> ValidationReport:
     return ValidationReport(n_real=max(0, int(round(n_hat))), verdict="uninformative", checks=[CheckResult(
         name="rows:lower_bound", column="", statistic="rows_lower_bound", value=float(lower_bound), threshold=1.0,
         limit=1.0, primary=True, status="uninformative")])
+
+
+def child_rules(model, config: DatasetGateConfig | dict | None = None) -> dict:
+    """The rules the gate applies to each child component (``<dataset>.<table>``: its rows joined with their
+    person's columns), by child table name (None where there are none): what the sampler must hold
+    (:meth:`~dpsyn.relational.RelationalSynthesizer.sample`'s ``rules``) for the gate's hard rules to pass."""
+    config = config if isinstance(config, DatasetGateConfig) else DatasetGateConfig(**(config or {}))
+    return {c.name: gate_rules(config.validation, model.child_schemas_[c.name]) for c in model.dataset_.children}
 
 
 def gate_dataset(model, tables: dict[str, pd.DataFrame], synthetic: dict[str, pd.DataFrame],

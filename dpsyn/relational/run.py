@@ -26,7 +26,7 @@ from dpsyn.masking import MaskConfig
 from dpsyn.pii import ScrubConfig
 from dpsyn.privacy import NoiseSource, PrivacyConfig
 from dpsyn.privacy.budget import BudgetLedger
-from dpsyn.relational.gate import DatasetGateConfig, gate_dataset
+from dpsyn.relational.gate import DatasetGateConfig, child_rules, gate_dataset
 from dpsyn.relational.io import read_dataset, write_dataset
 from dpsyn.relational.prepare import check_mask, prepare_dataset
 from dpsyn.relational.release import lineage_releases, watermark_tables
@@ -76,7 +76,7 @@ def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, priva
     budget_key = f"relational:{run_id}"
     ledger = BudgetLedger(ledger_url)
     ledger.reserve(population, budget_key, epsilon=privacy.epsilon, delta=delta, cap=lifetime_epsilon,
-                   purpose="relational", note=f"dataset {ds.name}")
+                   purpose="relational", note=f"dataset {ds.name}", unit=ds.person.key)
     read = published = False
     recorded: list[str] = []
     lineage = Ledger(lineage_url)
@@ -86,7 +86,7 @@ def run_dataset(dataset: str | Path, data: str | Path, out: str | Path, *, priva
         tables = prepare_dataset(ds, read_dataset(ds, data), scrub=scrub, mask=mask)
         model = create_relational(synthesizer, config, privacy=privacy.model_copy(update={"delta": delta}))
         model.fit(tables, ds, gate_share=gate.share)
-        synthetic = model.sample()
+        synthetic = model.sample(rules=child_rules(model, gate))  # hard rules held by construction
         report = gate_dataset(model, tables, synthetic, gate, noise=NoiseSource(secure=privacy.secure_rng))
         del tables
         summary = model.privacy_

@@ -305,10 +305,14 @@ class RelationalSynthesizer:
         return out
 
     # -- sample ------------------------------------------------------------------------------
-    def sample(self, n_persons: int | None = None, *,
-               random_state: int | np.random.Generator | None = None) -> dict[str, pd.DataFrame]:
+    def sample(self, n_persons: int | None = None, *, random_state: int | np.random.Generator | None = None,
+               rules: dict[str, Any] | None = None) -> dict[str, pd.DataFrame]:
         """Synthetic tables (name → frame): ``n_persons`` persons (default: the released noisy number of persons)
-        and their child rows. Post-processing only."""
+        and their child rows. ``rules``: per child table, a :class:`~dpsyn.validation.rules.RuleSet` whose hard
+        rules its rows must hold joined with their person's columns (``condition_on``; a rule across the tables,
+        e.g. a pregnancy condition only for a female patient): pool rows that break one are never drawn, and a
+        row that breaks one with the person it went to (matched on fewer columns) is left out. Post-processing
+        only: the model's rows and the public rules, no real row."""
         if not hasattr(self, "root_model_"):
             raise NotFittedError("RelationalSynthesizer is not fitted; call fit(tables, dataset) first")
         rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
@@ -326,16 +330,16 @@ class RelationalSynthesizer:
             flags = c.flag_columns()
             if flags:
                 wanted = persons[list(flags)].astype(str).eq("1").to_numpy()
-                out[c.name] = self._sample_flagged_child(c, persons, ids, counts, wanted, rng)
+                out[c.name] = self._sample_flagged_child(c, persons, ids, counts, wanted, rng, rules)
             else:
-                out[c.name] = self._sample_child(c, persons, ids, counts, rng)
+                out[c.name] = self._sample_child(c, persons, ids, counts, rng, rules)
         root_cols = [x.name for x in ds.root_schema.columns if modelled(x) or x.name == ds.person.key]
         persons[ds.person.key] = ids
         out[ds.root.name] = persons[root_cols]
         return {t: out[t] for t in ds.tables()}
 
     def _sample_child(self, c: ChildTable, persons: pd.DataFrame, ids: pd.Series, counts: np.ndarray,
-                      rng: np.random.Generator) -> pd.DataFrame:
+                      rng: np.random.Generator, rules: dict[str, Any] | None = None) -> pd.DataFrame:
         model, schema = self.child_models_[c.name], self.child_schemas_[c.name]
         out_cols = [x.name for x in c.schema_.columns if x.name in schema.column_names and x.name != c.ref.foreign_key]
         total = int(counts.sum())
@@ -344,7 +348,7 @@ class RelationalSynthesizer:
             frame = empty[out_cols].copy()
             frame.insert(0, c.ref.foreign_key, pd.Series([], dtype="string"))
             return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
-        pool, pool_level, person_level = self._pool(c, persons, total, rng)
+        pool, pool_level, person_level = self._pool(c, persons, total, rng, rules)
         need = np.repeat(np.arange(len(persons)), counts)
         chosen = np.full(len(need), -1, dtype=np.int64)
         for lv in range(pool_level.shape[1]):  # match on all person columns, then fewer, then none
@@ -358,17 +362,53 @@ class RelationalSynthesizer:
                 if rows is None:
                     continue
                 chosen[todo[idx]] = rng.choice(rows, size=len(idx), replace=len(idx) > len(rows))
+        need, chosen = self._complying(c, pool, persons, need, chosen, rules)
         frame = pool.iloc[chosen][out_cols].reset_index(drop=True)
         frame[c.ref.foreign_key] = ids.iloc[need].reset_index(drop=True)
         return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]
 
-    def _pool(self, c: ChildTable, persons: pd.DataFrame, total: int, rng: np.random.Generator
-              ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    def _breaks(self, c: ChildTable, frame: pd.DataFrame, rules: dict[str, Any] | None) -> np.ndarray | None:
+        """Rows of ``frame`` (the child component's columns) that break one of ``c``'s hard rules; None without."""
+        ruleset = (rules or {}).get(c.name)
+        if ruleset is None or not any(r.hard for r in ruleset.rules):
+            return None
+        from dpsyn.validation.repair import violations
+
+        bad = np.zeros(len(frame), dtype=bool)
+        for mask in violations(frame, ruleset, self.child_schemas_[c.name]).values():
+            bad |= mask.to_numpy(dtype=bool)
+        return bad
+
+    def _complying(self, c: ChildTable, pool: pd.DataFrame, persons: pd.DataFrame, need: np.ndarray,
+                   chosen: np.ndarray, rules: dict[str, Any] | None) -> tuple[np.ndarray, np.ndarray]:
+        """The drawn (person, pool row) pairs without those that break a hard rule once the row carries its
+        person's ``condition_on`` values (a row matched on fewer person columns than all)."""
+        cond = list(c.ref.condition_on)
+        if not cond or not len(chosen):
+            return need, chosen
+        joined = pool.iloc[chosen].reset_index(drop=True)
+        for col in cond:
+            joined[col] = persons[col].iloc[need].to_numpy()
+        bad = self._breaks(c, joined, rules)
+        if bad is None or not bad.any():
+            return need, chosen
+        logger.info("relational: %d %s rows broke a hard rule with their person's columns and were left out",
+                    int(bad.sum()), c.name)
+        return need[~bad], chosen[~bad]
+
+    def _pool(self, c: ChildTable, persons: pd.DataFrame, total: int, rng: np.random.Generator,
+              rules: dict[str, Any] | None = None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
         """A pool of the child model's rows for ``total`` needed rows, and the keys rows are matched to persons by:
         one column per level, all person columns ``condition_on`` first, then fewer, the last matching everything
-        (pool rows × levels, persons × levels)."""
+        (pool rows × levels, persons × levels). Rows that break one of ``c``'s hard rules are left out of the pool
+        (unless every row does)."""
         pool = self.child_models_[c.name].sample(max(self.config.pool_factor * total, 1000),
                                                  random_state=rng).reset_index(drop=True)
+        bad = self._breaks(c, pool, rules)
+        if bad is not None and bad.any() and not bad.all():
+            logger.info("relational: %d of %d pooled %s rows broke a hard rule and were left out", int(bad.sum()),
+                        len(pool), c.name)
+            pool = pool.loc[~bad].reset_index(drop=True)
         cond = list(c.ref.condition_on)
         enc = DiscreteEncoder(self.child_schemas_[c.name], columns=cond) if cond else None
         pool_keys = enc.encode(pool[cond]) if enc else np.zeros((len(pool), 0), dtype=np.int64)
@@ -379,7 +419,8 @@ class RelationalSynthesizer:
                 np.column_stack([_row_keys(person_keys[:, :lv], sizes[:lv]) for lv in levels]))
 
     def _sample_flagged_child(self, c: ChildTable, persons: pd.DataFrame, ids: pd.Series, counts: np.ndarray,
-                              wanted: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
+                              wanted: np.ndarray, rng: np.random.Generator,
+                              rules: dict[str, Any] | None = None) -> pd.DataFrame:
         """A child table whose rows agree with the persons' flags (``wanted``: persons × declared flags): for each
         flag a person has, one row matching its pattern; then the person's other rows; no row matching a flag the
         person lacks. Rows come from a pool of the child model's rows, matched on the person columns
@@ -388,12 +429,13 @@ class RelationalSynthesizer:
         matches is left unmet. Post-processing only."""
         total = int(counts.sum())
         if total == 0:
-            return self._sample_child(c, persons, ids, counts, rng)
+            return self._sample_child(c, persons, ids, counts, rng, rules)
         schema = self.child_schemas_[c.name]
         out_cols = [x.name for x in c.schema_.columns if x.name in schema.column_names and x.name != c.ref.foreign_key]
-        pool, pool_level, person_level = self._pool(c, persons, total, rng)
+        pool, pool_level, person_level = self._pool(c, persons, total, rng, rules)
         hits = _flag_hits(pool[c.ref.person_flags.column], c.ref.person_flags)
         need_a, chosen_a = draw_flagged(hits, pool_level, person_level, counts, wanted, rng)
+        need_a, chosen_a = self._complying(c, pool, persons, need_a, chosen_a, rules)
         frame = pool.iloc[chosen_a][out_cols].reset_index(drop=True)
         frame[c.ref.foreign_key] = ids.iloc[need_a].reset_index(drop=True)
         return frame[[x.name for x in c.schema_.columns if x.name in frame.columns]]

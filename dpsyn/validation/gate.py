@@ -405,7 +405,8 @@ def validate_files(
     acct.plan(VALIDATION_LABEL, noise_multiplier=acct.calibrate(sample_rate=1.0, steps=1, label=VALIDATION_LABEL))
     noise = NoiseSource(secure=secure_rng)
     with reservation(ledger_url, population, run_id or f"validate:{uuid.uuid4().hex}", epsilon=epsilon,
-                     delta=delta, purpose="validate", note=f"real {Path(real).name}") as budget:
+                     delta=delta, purpose="validate", note=f"real {Path(real).name}",
+                     unit=schema.unit_kwargs().get("unit")) as budget:
         budget.mark_read()
         raw = read_table(real, schema)
         if schema.privacy_unit is not None:  # at most the bound of rows per person, before any statistic

@@ -191,9 +191,10 @@ class RuleSet(_Strict):
 
 
 def load_rules(source: str | Path) -> RuleSet:
-    """A rules file (YAML path) or the name of a shipped one (``diabetes130``)."""
+    """A rules file (YAML path) or the name of a shipped one (``diabetes130``; a related table's component is named
+    ``<dataset>.<table>``, e.g. ``synthea.conditions``: its dot is not a file suffix)."""
     p = Path(source)
-    if not p.suffix and (_SHIPPED / f"{source}.yaml").exists():
+    if p.suffix.lower() not in (".yaml", ".yml") and (_SHIPPED / f"{source}.yaml").exists():
         p = _SHIPPED / f"{source}.yaml"
     if not p.exists():
         shipped = sorted(x.stem for x in _SHIPPED.glob("*.yaml"))

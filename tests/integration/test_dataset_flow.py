@@ -18,9 +18,12 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "synthea"
 
 
 def _config(out: Path, **kw) -> DatasetRunConfig:
+    # 40 patients: the persons' target-signal check (a permutation p-value on the synthetic rows alone, no ε) sits
+    # near its α there and stopped 1 of 8 runs of these tests with "failed" before the uninformative verdict they
+    # are about; it is left out here (tests/unit/validation/test_target_signal.py covers it)
     base = dict(dataset="synthea", data=DATA, out=out, privacy={"epsilon": 20.0}, experiment="datasets-test",
                 synthesizer_config={"backbone": {"iters": 30}}, budget={"ledger_url": f"sqlite:///{out.parent}/b.db"},
-                lineage_url=f"sqlite:///{out.parent}/lineage.db")
+                lineage_url=f"sqlite:///{out.parent}/lineage.db", gate={"validation": {"target_signal_alpha": None}})
     return DatasetRunConfig(**{**base, **kw})
 
 

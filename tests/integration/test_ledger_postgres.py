@@ -135,7 +135,11 @@ def test_four_processes_racing_for_the_last_of_the_budget_never_overspend(backen
 
 def test_the_race_test_sees_an_overspend_without_the_lock(pg_url, tmp_path):
     """The negative control: the same race with a plain BEGIN (no advisory lock) lets every process through."""
-    BudgetLedger(pg_url).set_cap("race", epsilon=2.5)  # the tables exist: a lock-free CREATE TABLE race aside
+    led = BudgetLedger(pg_url)
+    led.set_cap("race", epsilon=2.5)  # the tables exist: a lock-free CREATE TABLE race aside
+    # the population's unit fixed beforehand: a first run writes it to the population's row, and that row lock
+    # alone would serialise the racers (the race is there for every later run)
+    led.release(led.reserve("race", "fixes-the-unit", epsilon=0.0).run_id)
     codes = _race(pg_url, tmp_path, unlocked=True)
     assert codes.count(0) > 2, codes
     [pop] = BudgetLedger(pg_url).status()

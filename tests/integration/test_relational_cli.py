@@ -59,6 +59,7 @@ def test_dataset_run_publishes_every_table_and_charges_the_budget(tmp_path):
 
     (pop,) = BudgetLedger(str(tmp_path / "home" / "budget.db")).status("synthea-lancashire")
     assert abs(pop.spent_epsilon - summary["epsilon_spent"]) < 1e-9 and pop.reserved_epsilon == 0
+    assert pop.counts == "per person (Id)"  # the persons' key: the ledger sums ε per patient
 
     # every table carries its own code, and the auditor's trace takes each file back to the run and its ε
     codes = {t: v["watermark_code"] for t, v in manifest["tables"].items()}

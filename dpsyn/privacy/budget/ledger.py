@@ -6,8 +6,8 @@ budget its owner allowed, across every run that ever reads it.
 
 Tables::
 
-    populations   population → cap ε, cap δ (NULL: no cap), when the cap was set
-    reservations  run_id → population, purpose, state, reserved ε/δ, spent ε/δ, read_at, note, timestamps
+    populations   population → cap ε, cap δ (NULL: no cap), when the cap was set, unit (what its ε counts)
+    reservations  run_id → population, purpose, state, reserved ε/δ, spent ε/δ, read_at, note, timestamps, unit
     accesses      reads of a population by owner-side tools that are *not* DP (the fairness audit, attack
                   tools): what read it and when. They spend no ε, but their outputs are not protected, so
                   they must stay with the data owner (``dpsyn budget show`` lists them)
@@ -56,7 +56,15 @@ raises :class:`~dpsyn.errors.ConfigError` when higher (raise it with
 unlimited, but every run is still recorded. Comparisons allow a relative
 slack of 1e-9 for floating-point sums (e.g. 0.1 + 0.2 against a cap of 0.3).
 
-The ledger holds population names, run ids, purposes, notes, ε and δ: no data
+Per person or per row: a run's ε is a bound under its neighbouring relation, and sums are only meaningful under
+one relation. Each reservation records the run's privacy unit (``unit``: the person column of a person-level run,
+add/remove one person with all their rows; ``""`` for a row-level run, add/remove one row), and the population's
+first run fixes what the population counts. A run under another unit is refused before anything is charged
+(:class:`~dpsyn.errors.ConfigError` saying what to do): a row-level ε does not bound what a person with k rows
+changes (up to k·ε), and row-level charges cannot enter a per-person total. Runs recorded by a ledger older than
+units (``unit`` NULL) are counted as they are: the ledger cannot tell which relation they were under.
+
+The ledger holds population names, run ids, purposes, notes, unit column names, ε and δ: no data
 value.
 """
 
@@ -68,7 +76,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
-from dpsyn.privacy.budget.models import Access, PopulationBudget, Reservation
+from dpsyn.privacy.budget.models import ROW_UNIT, Access, PopulationBudget, Reservation
 from dpsyn.privacy.budget.store import (
     _SCHEMA,
     BUDGET_ENV,
@@ -84,6 +92,7 @@ from dpsyn.privacy.budget.store import (
     _reservation,
     _same,
     _totals,
+    _unit_conflict,
     budget_path,
 )
 from dpsyn.sqlite import Db, Row, connect, display
@@ -158,13 +167,15 @@ class BudgetLedger:
         cap_delta: float | None = None,
         purpose: str = "synthesize",
         note: str = "",
+        unit: str | None = None,
     ) -> Reservation:
         """Reserve ``epsilon`` (and ``delta``) of ``population``'s budget for ``run_id``, before reading any data.
 
         Checks the cap and inserts the reservation in one transaction. ``cap``
         / ``cap_delta`` are the caps of the run's config (see the module
-        docstring). Raises :class:`PrivacyBudgetExceededError` if the
-        reservation does not fit. Idempotent by ``run_id``.
+        docstring). ``unit``: the run's privacy unit, the person column of a person-level run (None: row-level);
+        a population accounted under another unit refuses the run (:class:`ConfigError`). Raises
+        :class:`PrivacyBudgetExceededError` if the reservation does not fit. Idempotent by ``run_id``.
         """
         _check_name(population, "population")
         _check_name(run_id, "run id")
@@ -172,12 +183,15 @@ class BudgetLedger:
         _check_delta(delta, "δ")
         _check_epsilon(cap, "cap ε", optional=True)
         _check_delta(cap_delta, "cap δ", optional=True)
+        if unit is not None:
+            _check_name(unit, "privacy unit")
+        unit = unit or ROW_UNIT
         now = _now()
         with self._connect(write=True) as db:
             old = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
             if old is not None:
                 if old["population"] != population or not _same(old["reserved_epsilon"], epsilon) \
-                        or not _same(old["reserved_delta"], delta):
+                        or not _same(old["reserved_delta"], delta) or old["unit"] not in (None, unit):
                     raise LedgerConflictError(
                         f"run {run_id} already holds a reservation of ε={old['reserved_epsilon']:g}, "
                         f"δ={old['reserved_delta']:g} on population '{old['population']}'; a run id reserves once "
@@ -185,6 +199,10 @@ class BudgetLedger:
                 if old["state"] != "released":
                     return _reservation(old)  # a retry: already charged
             pop = self._population(db, population, cap, cap_delta, now)
+            if pop["unit"] is None:  # the population's first run that records one fixes it
+                db.execute("UPDATE populations SET unit = ? WHERE population = ?", (unit, population))
+            elif pop["unit"] != unit:  # raised inside the transaction: nothing of this call is kept
+                raise ConfigError(_unit_conflict(population, pop["unit"], unit, run_id))
             spent_e, reserved_e, spent_d, reserved_d = _totals(db, population)
             cap_e, cap_d = pop["cap_epsilon"], pop["cap_delta"]
             if cap_e is not None and _exceeds(spent_e + reserved_e + epsilon, cap_e):
@@ -197,12 +215,14 @@ class BudgetLedger:
             if old is not None:  # a released reservation, opened again
                 db.execute("UPDATE reservations SET state = 'reserved', read_at = NULL, spent_epsilon = NULL, "
                            "spent_delta = NULL, purpose = ?, note = ?, updated_at = ?, owner_pid = ?, owner_host = ?, "
-                           "heartbeat_at = ? WHERE run_id = ?", (purpose, note, now, pid, host, now, run_id))
+                           "heartbeat_at = ?, unit = ? WHERE run_id = ?", (purpose, note, now, pid, host, now, unit,
+                                                                          run_id))
             else:
                 db.execute("INSERT INTO reservations(run_id, population, purpose, state, reserved_epsilon, "
-                           "reserved_delta, note, created_at, updated_at, owner_pid, owner_host, heartbeat_at) "
-                           "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (run_id, population, purpose, float(epsilon), float(delta), note, now, now, pid, host, now))
+                           "reserved_delta, note, created_at, updated_at, owner_pid, owner_host, heartbeat_at, unit) "
+                           "VALUES (?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (run_id, population, purpose, float(epsilon), float(delta), note, now, now, pid, host, now,
+                            unit))
             row = db.execute("SELECT * FROM reservations WHERE run_id = ?", (run_id,)).fetchone()
         logger.info("budget: run %s reserved ε=%g δ=%g of population %s", run_id, epsilon, delta, population)
         return _reservation(row)
@@ -380,7 +400,8 @@ class BudgetLedger:
                     remaining_epsilon=None if cap_e is None else cap_e - spent_e - reserved_e,
                     spent_delta=spent_d, reserved_delta=reserved_d,
                     remaining_delta=None if cap_d is None else cap_d - spent_d - reserved_d,
-                    cap_set_at=p["cap_set_at"], runs=[_reservation(r) for r in runs],
+                    cap_set_at=p["cap_set_at"], unit=p["unit"] if "unit" in p.keys() else None,  # older: none
+                    runs=[_reservation(r) for r in runs],
                     accesses=[Access(**dict(zip(a.keys(), tuple(a), strict=True))) for a in accesses],
                 ))
         return out

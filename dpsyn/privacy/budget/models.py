@@ -8,9 +8,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-__all__ = ["Access", "PopulationBudget", "Reservation", "State"]
+__all__ = ["ROW_UNIT", "Access", "PopulationBudget", "Reservation", "State", "unit_relation"]
 
 State = Literal["reserved", "committed", "released"]
+
+#: ``unit`` of a row-level run or population (add/remove one row); None: not recorded (a ledger older than units)
+ROW_UNIT = ""
+
+
+def unit_relation(unit: str | None) -> str:
+    """What a recorded ``unit`` makes ε count, in words (messages, ``dpsyn budget show``)."""
+    if unit is None:
+        return "not recorded"
+    return "per row" if unit == ROW_UNIT else f"per person ({unit})"
 
 
 class Reservation(BaseModel):
@@ -34,6 +44,9 @@ class Reservation(BaseModel):
     owner_host: str | None = None
     heartbeat_at: str | None = None
     closed_by: str | None = None
+    #: the run's privacy unit: the person column of a person-level run, "" for a row-level run, None where an older
+    #: ledger did not record it
+    unit: str | None = None
 
     @computed_field
     @property
@@ -104,5 +117,14 @@ class PopulationBudget(BaseModel):
     reserved_delta: float
     remaining_delta: float | None
     cap_set_at: str | None = None
+    #: what the population's ε counts: "" per row, a person column's name per person (every run since the first
+    #: that recorded one is under it), None before any such run
+    unit: str | None = None
     runs: list[Reservation]
     accesses: list[Access] = []
+
+    @computed_field
+    @property
+    def counts(self) -> str:
+        """What the population's ε counts: "per row", "per person (COLUMN)" or "not recorded"."""
+        return unit_relation(self.unit)

@@ -76,13 +76,14 @@ class BudgetRun:
 
 @contextlib.contextmanager
 def reservation(ledger_url: str | None, population: str, run_id: str, *, epsilon: float, delta: float,
-                cap: float | None = None, purpose: str, note: str = "") -> Iterator[BudgetRun]:
+                cap: float | None = None, purpose: str, note: str = "", unit: str | None = None) -> Iterator[BudgetRun]:
     """Reserve ``epsilon``/``delta`` of ``population`` for ``run_id`` (write-ahead), yield the open run, and close
-    it as the module docstring says. Raises :class:`~dpsyn.errors.PrivacyBudgetExceededError` before anything
-    runs if the reservation does not fit the lifetime cap."""
+    it as the module docstring says. ``unit``: the person column of a person-level run (None: row-level; see
+    :class:`BudgetLedger`). Raises :class:`~dpsyn.errors.PrivacyBudgetExceededError` before anything runs if the
+    reservation does not fit the lifetime cap."""
     ledger = BudgetLedger(ledger_url)
     run = BudgetRun(ledger, run_id, ledger.reserve(population, run_id, epsilon=epsilon, delta=delta, cap=cap,
-                                                   purpose=purpose, note=note))
+                                                   purpose=purpose, note=note, unit=unit))
     try:
         yield run
     except BaseException:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpsyn.errors import InputError
-from dpsyn.privacy.budget.models import Reservation
+from dpsyn.privacy.budget.models import ROW_UNIT, Reservation, unit_relation
 from dpsyn.sqlite import Db, Row, ledger_location
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ _SCHEMA = [
         cap_epsilon REAL CHECK (cap_epsilon IS NULL OR cap_epsilon >= 0),
         cap_delta   REAL CHECK (cap_delta IS NULL OR (cap_delta >= 0 AND cap_delta <= 1)),
         created_at  TEXT NOT NULL,
-        cap_set_at  TEXT
+        cap_set_at  TEXT,
+        unit        TEXT
     )""",
     """CREATE TABLE IF NOT EXISTS reservations (
         run_id           TEXT PRIMARY KEY,
@@ -53,7 +54,8 @@ _SCHEMA = [
         owner_pid        INTEGER,
         owner_host       TEXT,
         heartbeat_at     TEXT,
-        closed_by        TEXT
+        closed_by        TEXT,
+        unit             TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS reservations_by_population ON reservations(population, state)",
     """CREATE TABLE IF NOT EXISTS accesses (
@@ -65,15 +67,36 @@ _SCHEMA = [
     )""",
 ]
 
-#: columns added after version 1 (an older ledger gains them on its next write)
-_ADDED_COLUMNS = {"owner_pid": "INTEGER", "owner_host": "TEXT", "heartbeat_at": "TEXT", "closed_by": "TEXT"}
+#: columns added after version 1, per table (an older ledger gains them on its next write; NULL in its old rows)
+_ADDED_COLUMNS = {
+    "reservations": {"owner_pid": "INTEGER", "owner_host": "TEXT", "heartbeat_at": "TEXT", "closed_by": "TEXT",
+                     "unit": "TEXT"},
+    "populations": {"unit": "TEXT"},
+}
 
 
 def _migrate(db: Db) -> None:
-    have = db.columns("reservations")
-    for column, kind in _ADDED_COLUMNS.items():
-        if column not in have:
-            db.ddl(f"ALTER TABLE reservations ADD COLUMN {column} {kind}")
+    for table, added in _ADDED_COLUMNS.items():
+        have = db.columns(table)
+        for column, kind in added.items():
+            if column not in have:
+                db.ddl(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _unit_conflict(population: str, recorded: str, asked: str, run_id: str) -> str:
+    """Why a run under privacy unit ``asked`` cannot be charged to a population accounted under ``recorded``."""
+    head = (f"run {run_id} cannot be charged to population '{population}': the population is accounted "
+            f"{unit_relation(recorded)} and the run {unit_relation(asked)}. ")
+    if recorded == ROW_UNIT:
+        return head + ("Its earlier runs' ε bounds what one row changes, not one person with several rows, so no "
+                       "per-person total can include them. Record person-level runs under a population name of "
+                       "their own (budget.population / --population).")
+    if asked == ROW_UNIT:
+        return head + (f"A row-level ε does not bound what one person with several rows changes (k rows: up to k·ε). "
+                       f"Declare privacy_unit (column {recorded}, max_rows_per_person: a public bound) in the "
+                       f"schema so the run is person-level, or use another population name if these are other "
+                       f"people.")
+    return head + "One population has one person key: use the same one, or another population name."
 
 
 def _owner() -> tuple[int, str]:

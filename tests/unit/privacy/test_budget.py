@@ -315,11 +315,12 @@ def test_a_killed_run_shows_dead_and_close_settles_it_in_full(url, cli):
     assert cli("close", "no-such-run", "--ledger", url).exit_code == 2
 
 
-def test_an_older_ledger_gains_the_owner_columns(url):
+def _version_1_ledger(url: str, reservation: str) -> None:
+    """A ledger as version 1 wrote it (no owner columns, no units): population 'adult' and one reservation."""
     path = Path(url.removeprefix("sqlite:///"))
     path.parent.mkdir(parents=True)
     db = sqlite3.connect(path)
-    db.executescript("""
+    db.executescript(f"""
         CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE populations (population TEXT PRIMARY KEY, cap_epsilon REAL, cap_delta REAL,
                                   created_at TEXT NOT NULL, cap_set_at TEXT);
@@ -328,15 +329,56 @@ def test_an_older_ledger_gains_the_owner_columns(url):
             spent_delta REAL, read_at TEXT, note TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL);
         INSERT INTO populations VALUES ('adult', NULL, NULL, '2026-01-01', NULL);
-        INSERT INTO reservations VALUES ('old', 'adult', 'synthesize', 'reserved', 1.0, 0.0, NULL, NULL, NULL, '',
-                                         '2026-01-01', '2026-01-01');
+        INSERT INTO reservations VALUES {reservation};
     """)
     db.close()
+
+
+def test_an_older_ledger_gains_the_owner_columns(url):
+    _version_1_ledger(url, "('old', 'adult', 'synthesize', 'reserved', 1.0, 0.0, NULL, NULL, NULL, '', "
+                           "'2026-01-01', '2026-01-01')")
     ledger = BudgetLedger(url)
     assert ledger.get("old").owner_state == "unknown"  # read as is: no owner recorded
     ledger.reserve("adult", "new", epsilon=0.5)
     assert ledger.get("new").owner_pid == os.getpid()
     assert ledger.close("old", by="owner").charged_epsilon == 1.0
+
+
+def test_a_population_counts_per_person_or_per_row_and_refuses_the_other(ledger):
+    """Sums of ε are bounds only under one neighbouring relation: the population's first run fixes whether its ε
+    counts per row or per person (the unit column), and a run under another unit is refused before anything is
+    charged, with what to do."""
+    ledger.reserve("diabetes", "person-1", epsilon=1.0, unit="patient_nbr")
+    ledger.reserve("diabetes", "person-2", epsilon=0.5, unit="patient_nbr")
+    with pytest.raises(ConfigError, match=r"per person \(patient_nbr\) and the run per row.*k·ε.*privacy_unit"):
+        ledger.reserve("diabetes", "row-1", epsilon=0.5)
+    with pytest.raises(ConfigError, match=r"per person \(patient_nbr\) and the run per person \(encounter_id\)"):
+        ledger.reserve("diabetes", "other-key", epsilon=0.5, unit="encounter_id")
+    ledger.reserve("adult", "row-2", epsilon=1.0)
+    with pytest.raises(ConfigError, match=r"accounted per row and the run per person \(Id\).*population name"):
+        ledger.reserve("adult", "person-3", epsilon=1.0, unit="Id")
+    adult, diabetes = ledger.status()  # by name
+    assert (diabetes.unit, diabetes.counts, diabetes.reserved_epsilon) == ("patient_nbr", "per person (patient_nbr)",
+                                                                           1.5)
+    assert [r.run_id for r in diabetes.runs] == ["person-1", "person-2"]  # the refused runs left nothing
+    assert (adult.unit, adult.counts, [r.unit for r in adult.runs]) == ("", "per row", [""])
+    assert ledger.get("row-1") is None and ledger.get("person-3") is None
+    # a retry of the same run under another unit is a conflict, not a second reservation
+    with pytest.raises(LedgerConflictError):
+        ledger.reserve("adult", "row-2", epsilon=1.0, unit="Id")
+    assert ledger.reserve("adult", "row-2", epsilon=1.0).unit == ""
+
+
+def test_an_older_ledger_gains_units_and_its_next_run_fixes_the_population(url):
+    _version_1_ledger(url, "('old', 'adult', 'synthesize', 'committed', 1.0, 0.0, 1.0, 0.0, NULL, '', "
+                           "'2026-01-01', '2026-01-01')")
+    ledger = BudgetLedger(url)
+    (pop,) = ledger.status()  # read as is: nothing recorded
+    assert (pop.unit, pop.counts, ledger.get("old").unit) == (None, "not recorded", None)
+    ledger.reserve("adult", "new", epsilon=0.5, unit="person_id")
+    (pop,) = ledger.status()
+    assert (pop.counts, pop.spent_epsilon, pop.reserved_epsilon) == ("per person (person_id)", 1.0, 0.5)
+    assert ledger.get("old").unit is None  # the old run stays as recorded: the ledger cannot know its relation
 
 
 # -- CLI -----------------------------------------------------------------------------------------
@@ -373,7 +415,7 @@ def test_cli_show_json_and_text(cli, ledger, url):
     res = cli("show", "--ledger", url)
     assert res.exit_code == 0, res.output
     for part in ("adult", "census", "run-1", "run-2", "drift-check", "committed", "1 → 0.9", "mlflow [abc]",
-                 "unlimited"):
+                 "unlimited", "per row"):
         assert part in res.stdout, part
 
 
