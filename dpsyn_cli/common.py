@@ -76,17 +76,22 @@ def read_config_file(path: Path | None, what: str = "settings") -> dict:
 
 def warm_imports(modules: tuple[str, ...] = (), *, scrub=None):
     """A daemon thread importing ``modules`` (and building the PII engine of ``scrub``) that the run will need;
-    join it before the flow starts. The embedded server starts in a subprocess while this process only polls its
-    health (sleeping, the GIL released), so the imports take that wait instead of the run's time (issue 23's
-    fixed cost). A failure here is ignored: the stage that needs the module raises its own error."""
+    join it before the flow starts. ``"module:function"`` imports the module and calls the function (no
+    arguments): a stage's own import, which configures what it imports. The embedded server starts in a
+    subprocess while this process only polls its health (sleeping, the GIL released), so the imports take that
+    wait instead of the run's time (issue 23's fixed cost). A failure here is ignored: the stage that needs the
+    module raises its own error."""
     import threading
 
     def work() -> None:
         import importlib
 
         for name in modules:
+            module, _, function = name.partition(":")
             try:
-                importlib.import_module(name)
+                imported = importlib.import_module(module)
+                if function:
+                    getattr(imported, function)()
             except Exception:  # noqa: BLE001 - the stage that needs it says what is wrong
                 pass
         if scrub is not None:

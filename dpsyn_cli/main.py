@@ -63,10 +63,12 @@ def _preflight(config) -> None:
 
 def _run_modules(config) -> tuple[str, ...]:
     """The heavy modules a run imports in its tasks (the accountant's Opacus and torch, the tracking adapter's
-    MLflow, pgm's mbi and JAX), warmed while Prefect starts."""
+    MLflow, pgm's mbi and JAX), warmed while Prefect starts. mbi through pgm's own import, which configures JAX
+    (64-bit floats, no compilation cache, XLA's flags) before mbi is imported: imported bare, mbi warned about
+    both in a verbose run."""
     mods = ["opacus", "mlflow"]
     if getattr(config, "synthesizer", "pgm") == "pgm" or hasattr(config, "dataset"):
-        mods.insert(0, "mbi")
+        mods.insert(0, "dpsyn.synth.pgm_model:_mbi")
     return tuple(mods)
 
 

@@ -20,6 +20,26 @@ def test_warm_imports_imports_and_ignores_what_fails():
     assert not t.is_alive() and "colorsys" in sys.modules
 
 
+def test_a_warm_entry_may_call_the_stages_own_import(monkeypatch):
+    import types
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "dpsyn_warm_probe", types.SimpleNamespace(setup=lambda: calls.append(1)))
+    t = warm_imports(("dpsyn_warm_probe:setup", "dpsyn_warm_probe:missing"))
+    t.join(10)
+    assert not t.is_alive() and calls == [1]
+
+
+def test_pgm_runs_warm_mbi_through_pgms_own_import():
+    from types import SimpleNamespace
+
+    from dpsyn_cli.main import _run_modules
+
+    mods = _run_modules(SimpleNamespace(synthesizer="pgm"))
+    assert "dpsyn.synth.pgm_model:_mbi" in mods and "mbi" not in mods
+    assert "dpsyn.synth.pgm_model:_mbi" not in _run_modules(SimpleNamespace(synthesizer="dpgen"))
+
+
 def test_the_wait_for_the_server_overlaps_the_warm_thread_and_the_run_waits_for_it(monkeypatch, tmp_path):
     import prefect.client.orchestration as orchestration
 
