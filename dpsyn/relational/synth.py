@@ -369,15 +369,9 @@ class RelationalSynthesizer:
 
     def _breaks(self, c: ChildTable, frame: pd.DataFrame, rules: dict[str, Any] | None) -> np.ndarray | None:
         """Rows of ``frame`` (the child component's columns) that break one of ``c``'s hard rules; None without."""
-        ruleset = (rules or {}).get(c.name)
-        if ruleset is None or not any(r.hard for r in ruleset.rules):
-            return None
-        from dpsyn.validation.repair import violations
+        from dpsyn.validation.repair import broken_rows
 
-        bad = np.zeros(len(frame), dtype=bool)
-        for mask in violations(frame, ruleset, self.child_schemas_[c.name]).values():
-            bad |= mask.to_numpy(dtype=bool)
-        return bad
+        return broken_rows(frame, (rules or {}).get(c.name), self.child_schemas_[c.name])
 
     def _complying(self, c: ChildTable, pool: pd.DataFrame, persons: pd.DataFrame, need: np.ndarray,
                    chosen: np.ndarray, rules: dict[str, Any] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -486,8 +480,9 @@ def draw_flagged(hits: np.ndarray, pool_level: np.ndarray, person_level: np.ndar
     ``hits``: pool rows × flags (the row matches the flag's pattern); ``wanted``: persons × flags; ``counts``: rows
     per person (a person with fewer rows than wanted flags gets a random subset of them); ``pool_level`` /
     ``person_level``: one key per row and matching level, most specific first (the last level matches everything).
-    For each wanted flag one row matching it, then the person's other rows; rows matching a flag the person lacks are never drawn unless no pool row avoids them; a
-    wanted flag no row matches is left unmet. Each row is drawn at the most specific level with a candidate."""
+    For each wanted flag one row matching it, then the person's other rows; rows matching a flag the person lacks
+    are never drawn unless no pool row avoids them; a wanted flag no row matches is left unmet. Each row is drawn at
+    the most specific level with a candidate."""
     # the pool's rows by key at each level: a person's candidates are looked up in their own group, not the pool
     groups = [pd.Series(np.arange(len(hits))).groupby(pool_level[:, lv]).indices for lv in range(pool_level.shape[1])]
 

@@ -18,7 +18,7 @@ import pandas as pd
 from dpsyn.schema import TableSchema
 from dpsyn.validation.rules import Rule, RuleSet, _values, expectation_mask
 
-__all__ = ["enforce_hard_rules", "violations"]
+__all__ = ["broken_rows", "enforce_hard_rules", "violations"]
 
 
 def _in(s: pd.Series, values: list) -> pd.Series:
@@ -62,20 +62,28 @@ def violations(df: pd.DataFrame, rules: RuleSet, schema: TableSchema) -> dict[st
     return {f"rule:{r.name}": _mask(r, df, schema) for r in rules.rules if r.hard}
 
 
+def broken_rows(df: pd.DataFrame, rules: RuleSet | None, schema: TableSchema) -> np.ndarray | None:
+    """The rows of ``df`` that break any hard rule (a boolean array); None when there is no hard rule."""
+    if rules is None or not any(r.hard for r in rules.rules):
+        return None
+    bad = np.zeros(len(df), dtype=bool)
+    for m in violations(df, rules, schema).values():
+        bad |= m.to_numpy(dtype=bool)
+    return bad
+
+
 def enforce_hard_rules(df: pd.DataFrame, rules: RuleSet | None, schema: TableSchema,
                        rng: np.random.Generator) -> tuple[pd.DataFrame, int]:
     """``df`` with every row that breaks a hard rule replaced by a compliant row of ``df`` drawn at random, and the
     number replaced (public: a function of the synthetic table). Unchanged when no row complies."""
-    if rules is None or not any(r.hard for r in rules.rules):
+    bad = broken_rows(df, rules, schema)
+    if bad is None:
         return df, 0
-    bad = pd.Series(False, index=df.index)
-    for m in violations(df, rules, schema).values():
-        bad |= m
     k = int(bad.sum())
-    good = np.flatnonzero(~bad.to_numpy())
+    good = np.flatnonzero(~bad)
     if k == 0 or len(good) == 0:
         return df, 0
     out = df.copy()
     picks = rng.choice(good, size=k, replace=True)
-    out.iloc[np.flatnonzero(bad.to_numpy())] = df.iloc[picks].to_numpy()
+    out.iloc[np.flatnonzero(bad)] = df.iloc[picks].to_numpy()
     return out.reset_index(drop=True), k
