@@ -26,6 +26,16 @@ synthetic table; 1- and 2-way TVD against all real training encounters (bounding
 person-level methods); the TVD between the real and synthetic distributions of encounters per patient
 (buckets 1..9 and ≥ 10; methods that publish patient ids only). Results: ``<out>.json`` (resumable) and
 ``<out>.md``.
+
+``--task person`` scores the issue's person-level task instead (results in their own ``--out``):
+
+    python benchmarks/relational.py --task person --eps 1 --seeds 0 1 2 --methods unit_k3 one_row group real \
+        --out benchmarks/results/relational_person
+
+one row per patient (:func:`person_frame`): will the patient have *any* encounter readmitted ``<30``, from the
+patient's first encounter's columns and the patient's number of encounters; trained on the synthetic table's
+patients (a method without patient ids gives one patient per row: one encounter each), tested on the real test
+patients (all their encounters: the count is not capped at the contribution bound).
 """
 
 from __future__ import annotations
@@ -118,6 +128,47 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
     return syn, info
 
 
+#: The person-level task's extra feature: the patient's number of encounters (a numeric column of the task's
+#: schema; bins only for the schema's validity, the TSTR models read the value).
+ENCOUNTERS = "encounters"
+
+
+def person_frame(df: pd.DataFrame, schema) -> pd.DataFrame:
+    """One row per patient, in order of first appearance: the first encounter's columns, ``encounters`` (the
+    patient's number of encounters) and the target set to ``<30`` when any of the patient's encounters was
+    readmitted within 30 days (``NO`` otherwise). Without a ``patient_nbr`` column every row is a patient."""
+    ids = df[PERSON].astype("string").to_numpy() if PERSON in df.columns else np.arange(len(df))
+    key = pd.Series(ids, index=df.index)
+    target = schema.target
+    first = df.loc[~key.duplicated()].drop(columns=PERSON, errors="ignore").copy()
+    first_ids = key[~key.duplicated()].to_numpy()
+    counts = key.value_counts()
+    any_pos = (df[target].astype("string") == "<30").groupby(key).any()
+    first[ENCOUNTERS] = counts.reindex(first_ids).to_numpy().astype(float)
+    first[target] = np.where(any_pos.reindex(first_ids).to_numpy(), "<30", "NO")
+    return first.reset_index(drop=True)
+
+
+def person_schema(schema):
+    """The schema plus the numeric ``encounters`` column (public: the task's definition, not the data)."""
+    from dpsyn.schema import Column
+
+    extra = Column.model_validate({"name": ENCOUNTERS, "kind": "numeric", "bounds": [1, 100],
+                                   "bins": [1, 2, 3, 4, 6, 10, 100]})
+    return schema.model_copy(update={"columns": [*schema.columns, extra]})
+
+
+def evaluate_person(schema, test, syn) -> dict:
+    from dpsyn.validation.metrics import tstr_scores
+
+    tr, te = person_frame(syn, schema), person_frame(test, schema)
+    return {"tstr": tstr_scores(tr, te, person_schema(schema), positive="<30", random_state=0),
+            # the same task from the first encounter alone (no count): what a table without persons can carry
+            "tstr_first": tstr_scores(tr, te, schema, positive="<30", random_state=0),
+            "patients": len(tr), "positive_share": round(float((tr[schema.target] == "<30").mean()), 4),
+            "test_patients": len(te), "test_positive_share": round(float((te[schema.target] == "<30").mean()), 4)}
+
+
 def evaluate(schema, train, test, syn) -> dict:
     from dpsyn.validation.metrics import marginal_tvd, tstr_scores
 
@@ -137,6 +188,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=["unit_k3", "unit_k3_scaled", "one_row", "group", "real"])
     ap.add_argument("--out", default="benchmarks/results/relational")
+    ap.add_argument("--task", choices=["encounter", "person"], default="encounter",
+                    help="TSTR per encounter (default) or the person-level task (person_frame)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     command = shlex.join(["python", "benchmarks/relational.py", *sys.argv[1:]])
@@ -160,14 +213,58 @@ def main(argv=None):
                     syn, info = train.copy(), {}
                 else:
                     syn, info = fit_sample(method, schema, train, eps, seed)
-                row = {"method": key[0], "epsilon": key[1], "seed": key[2], **info,
-                       **evaluate(schema, train, test, syn)}
+                scores = (evaluate_person(schema, test, syn) if args.task == "person"
+                          else evaluate(schema, train, test, syn))
+                row = {"method": key[0], "epsilon": key[1], "seed": key[2], **info, **scores}
                 saved["rows"].append(row)
                 done.add(key)
                 jpath.write_text(json.dumps(saved, indent=1))
                 print(json.dumps({k: row[k] for k in ("method", "epsilon", "seed")} |
-                                 {"gbm": row["tstr"]["gbm"]["roc_auc"], "tvd2": row["tvd2"]}), flush=True)
-    write_markdown(saved, Path(f"{args.out}.md"))
+                                 {"gbm": row["tstr"]["gbm"]["roc_auc"], "tvd2": row.get("tvd2")}), flush=True)
+    saved["task"] = args.task
+    jpath.write_text(json.dumps(saved, indent=1))
+    (write_person_markdown if args.task == "person" else write_markdown)(saved, Path(f"{args.out}.md"))
+
+
+def _ms(xs, digits=3):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return ""
+    return f"{np.mean(xs):.{digits}f}" + (f" ± {np.std(xs):.{digits}f}" if len(xs) > 1 else "")
+
+
+def write_person_markdown(saved: dict, path: Path) -> None:
+    f = saved.get("facts", {})
+    rs0 = saved["rows"][0] if saved["rows"] else {}
+    lines = ["# The person-level task on diabetes130 (patient_nbr as the unit)", "",
+             "Commands (rows already in the .json are kept):", "",
+             *[f"    {c}" for c in saved["commands"]], "",
+             f"Split by patient 80/20 (seed 0) as in relational.md: {f.get('train_patients', 0):,} training patients "
+             f"(at most {f.get('k_max', 0)} encounters each), {rs0.get('test_patients', 0):,} test patients "
+             f"({rs0.get('test_positive_share', 0):.1%} with an encounter readmitted <30). Task: will the patient "
+             "have any encounter readmitted <30, from the first encounter's columns and the number of encounters "
+             "(benchmarks/relational.py, person_frame), and from the first encounter's columns alone. A method "
+             "without patient ids (one_row, group) gives one patient per synthetic row. Every guarantee is per patient at the ε shown (δ = 1e-5); `group` fits "
+             "row-level pgm at ε / k_max. Means ± std over seeds. Machine: 2 cores, no other benchmark running.", "",
+             "| method | ε per patient | seeds | AUC gbm | AUC logreg | AUC gbm, first encounter only | "
+             "AUC logreg, first encounter only | synthetic patients | positive share | fit s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for head, rs in _method_groups(saved):
+        lines.append(" | ".join([
+            *head, _ms([r["tstr"]["gbm"]["roc_auc"] for r in rs]), _ms([r["tstr"]["logreg"]["roc_auc"] for r in rs]),
+            _ms([r["tstr_first"]["gbm"]["roc_auc"] for r in rs]), _ms([r["tstr_first"]["logreg"]["roc_auc"] for r in rs]),
+            _ms([r.get("patients") for r in rs], 0), _ms([r.get("positive_share") for r in rs]),
+            _ms([r.get("fit_s") for r in rs], 0)]) + " |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _method_groups(saved: dict):
+    """(the row's first cells: method, ε, seeds; its rows) per method and ε, the train-on-real row last."""
+    groups: dict = {}
+    for r in saved["rows"]:
+        groups.setdefault((r["epsilon"] is None, r["epsilon"] or 0, r["method"]), []).append(r)
+    for (_, eps, method), rs in sorted(groups.items()):
+        yield [f"| {method}", "–" if rs[0]["epsilon"] is None else f"{eps:g}", str(len(rs))], rs
 
 
 def write_markdown(saved: dict, path: Path) -> None:
@@ -184,23 +281,12 @@ def write_markdown(saved: dict, path: Path) -> None:
              "other work while this ran (fit times inflated).", "",
              "| method | ε per patient | seeds | rows given | AUC gbm | AUC logreg | TVD 1-way | TVD 2-way | "
              "per patient TVD | fit s |", "|---|---|---|---|---|---|---|---|---|---|"]
-
-    def ms(xs, digits=3):
-        xs = [x for x in xs if x is not None]
-        if not xs:
-            return ""
-        return f"{np.mean(xs):.{digits}f}" + (f" ± {np.std(xs):.{digits}f}" if len(xs) > 1 else "")
-
-    groups: dict = {}
-    for r in saved["rows"]:
-        groups.setdefault((r["epsilon"] is None, r["epsilon"] or 0, r["method"]), []).append(r)
-    for (_, eps, method), rs in sorted(groups.items()):
+    for head, rs in _method_groups(saved):
         lines.append(" | ".join([
-            f"| {method}", "–" if rs[0]["epsilon"] is None else f"{eps:g}", str(len(rs)),
-            ms([r.get("rows_fit") for r in rs], 0), ms([r["tstr"]["gbm"]["roc_auc"] for r in rs]),
-            ms([r["tstr"]["logreg"]["roc_auc"] for r in rs]), ms([r["tvd1"] for r in rs]),
-            ms([r["tvd2"] for r in rs]), ms([r.get("per_person_tvd") for r in rs]),
-            ms([r.get("fit_s") for r in rs], 0)]) + " |")
+            *head, _ms([r.get("rows_fit") for r in rs], 0), _ms([r["tstr"]["gbm"]["roc_auc"] for r in rs]),
+            _ms([r["tstr"]["logreg"]["roc_auc"] for r in rs]), _ms([r["tvd1"] for r in rs]),
+            _ms([r["tvd2"] for r in rs]), _ms([r.get("per_person_tvd") for r in rs]),
+            _ms([r.get("fit_s") for r in rs], 0)]) + " |")
     lines += related_results(path.parent)
     path.write_text("\n".join(lines) + "\n")
 
@@ -208,7 +294,7 @@ def write_markdown(saved: dict, path: Path) -> None:
 def related_results(folder: Path) -> list[str]:
     """The other person-level results of issue 21 (their own scripts write them), copied in one level down."""
     out = []
-    for name in ("relational_synthea.md", "audit_person.md"):
+    for name in ("relational_person.md", "relational_synthea.md", "audit_person.md"):
         p = folder / name
         if p.exists():
             body = p.read_text().splitlines()
