@@ -2,8 +2,8 @@
 
 ``dpsyn budget show [--population P] [--ledger URL] [--json]`` prints each
 population's cap, spent, reserved and remaining ε (and δ) and the runs behind
-them; ``dpsyn budget set-cap --population P --epsilon E [--delta D]`` sets a
-population's lifetime cap (the only way to raise one); ``dpsyn budget close RUN`` settles the open
+them; ``dpsyn budget set-cap --population P --epsilon E [--delta D] [--unit COLUMN | --per-row]``
+sets a population's lifetime cap (the only way to raise one) and, optionally, what its ε counts; ``dpsyn budget close RUN`` settles the open
 reservation of a run whose process is gone (``show`` marks it DEAD) at its full reservation. Exit codes:
 0 = ok; 2 = bad input (bad ledger URL or file, bad number, a run still running or unknown).
 """
@@ -144,19 +144,29 @@ def register(app: typer.Typer) -> None:
         delta: Annotated[
             float | None, typer.Option("--delta", help="Lifetime cap on the sum of its runs' δ; omitted: no δ cap.")
         ] = None,
+        unit: Annotated[str | None, typer.Option(
+            "--unit", help="Declare that the population's ε counts per person: the schema's privacy_unit column "
+                           "(e.g. patient_nbr). Fixed once recorded; omitted: the first run fixes it.")] = None,
+        per_row: Annotated[bool, typer.Option(
+            "--per-row", help="Declare that the population's ε counts per row (runs without a privacy unit).")] = False,
         ledger: LedgerOpt = None,
         as_json: JsonOpt = False,
         verbose: VerboseOpt = False,
     ) -> None:
-        """Set a population's lifetime privacy cap (raising it is a decision for the data owner)."""
+        """Set a population's lifetime privacy cap (raising it is a decision for the data owner), and optionally
+        what its ε counts (--unit COLUMN per person, --per-row), before any run fixes it."""
 
         set_env_defaults(verbose)
 
         def go():
+            from dpsyn.errors import InputError
             from dpsyn.privacy.budget import BudgetLedger
+            from dpsyn.privacy.budget.models import ROW_UNIT
 
+            if unit is not None and per_row:
+                raise InputError("--unit and --per-row cannot be combined: a population counts per person or per row")
             led = BudgetLedger(ledger)
-            led.set_cap(population, epsilon=epsilon, delta=delta)
+            led.set_cap(population, epsilon=epsilon, delta=delta, unit=ROW_UNIT if per_row else unit)
             return led, led.status(population)[0]
 
         led, p = handle(go, as_json=as_json, verbose=verbose)
@@ -165,7 +175,7 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo(f"population {p.population}: cap ε={_cap(p.cap_epsilon)}, δ={_cap(p.cap_delta)}; "
                        f"spent ε={p.spent_epsilon:.4g}, reserved ε={p.reserved_epsilon:.4g}, "
-                       f"remaining ε={_num(p.remaining_epsilon)}")
+                       f"remaining ε={_num(p.remaining_epsilon)}; ε counts {p.counts}")
 
     @budget.command("close")
     def close(

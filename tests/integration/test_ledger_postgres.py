@@ -168,6 +168,11 @@ def test_budget_protocol_on_postgresql(pg_url):
     assert pop.remaining_epsilon == pytest.approx(2.1)
     assert [x.run_id for x in pop.runs] == ["run-1", "run-2"] and [x.tool for x in pop.accesses] == [
         "fairness-audit", "attack"]
+    led.set_cap("d130", epsilon=2.0, unit="patient_nbr")  # declared ahead of any run
+    with pytest.raises(ConfigError, match="another population name"):
+        led.set_cap("d130", epsilon=9.0, unit="")
+    [d130] = led.status("d130")
+    assert (d130.counts, d130.cap_epsilon) == ("per person (patient_nbr)", 2.0)  # the refused cap rolled back
 
 
 def test_an_older_budget_ledger_gains_its_columns_and_tables_on_postgresql(pg_url):

@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpsyn.errors import ConfigError, InputError, LedgerConflictError, PrivacyBudgetExceededError
-from dpsyn.privacy.budget.models import ROW_UNIT, Access, PopulationBudget, Reservation
+from dpsyn.privacy.budget.models import ROW_UNIT, Access, PopulationBudget, Reservation, unit_relation
 from dpsyn.privacy.budget.store import (
     _SCHEMA,
     BUDGET_ENV,
@@ -137,16 +137,24 @@ class BudgetLedger:
             yield db
 
     # -- writes -----------------------------------------------------------------------------
-    def set_cap(self, population: str, *, epsilon: float | None, delta: float | None = None) -> None:
+    def set_cap(self, population: str, *, epsilon: float | None, delta: float | None = None,
+                unit: str | None = None) -> None:
         """Set the lifetime cap of ``population`` (``None``: no cap). The only way to raise or remove a cap.
 
         Both caps are set as given: ``delta=None`` means no δ cap. A cap below
         what is already spent is stored as asked; the population then has no
         budget left (``remaining`` is negative) and every reservation fails.
+
+        ``unit`` declares what the population's ε counts before any run fixes it: a person column (per person)
+        or ``ROW_UNIT`` ("": per row); ``None`` leaves it as recorded. A unit once recorded is not changed (the
+        runs already charged were accounted under it): asking for another raises :class:`ConfigError`, in the
+        same transaction as the cap, so nothing is changed.
         """
         _check_name(population, "population")
         _check_epsilon(epsilon, "cap ε", optional=True)
         _check_delta(delta, "cap δ", optional=True)
+        if unit:
+            _check_name(unit, "privacy unit")
         now = _now()
         with self._connect(write=True) as db:
             db.execute("INSERT INTO populations(population, cap_epsilon, cap_delta, created_at, cap_set_at) "
@@ -154,6 +162,16 @@ class BudgetLedger:
                        "cap_epsilon = excluded.cap_epsilon, cap_delta = excluded.cap_delta, "
                        "cap_set_at = excluded.cap_set_at",
                        (population, epsilon, delta, now, now))
+            if unit is not None:
+                recorded = db.execute("SELECT unit FROM populations WHERE population = ?",
+                                      (population,)).fetchone()["unit"]
+                if recorded is None:
+                    db.execute("UPDATE populations SET unit = ? WHERE population = ?", (unit, population))
+                elif recorded != unit:  # raised inside the transaction: the cap above is not kept either
+                    raise ConfigError(
+                        f"population '{population}' is accounted {unit_relation(recorded)}, not "
+                        f"{unit_relation(unit)}: its runs were charged under that unit, so it cannot change; "
+                        "use another population name for the other unit")
         logger.info("budget: population %s cap set to ε=%s δ=%s", population, epsilon, delta)
 
     def reserve(

@@ -369,6 +369,27 @@ def test_a_population_counts_per_person_or_per_row_and_refuses_the_other(ledger)
     assert ledger.reserve("adult", "row-2", epsilon=1.0).unit == ""
 
 
+def test_set_cap_declares_the_unit_before_any_run_and_never_changes_it(ledger):
+    """An owner can fix what a population's ε counts when setting its cap, so the first run cannot fix it the other
+    way; a recorded unit is kept (another one is refused and the cap asked with it is not stored)."""
+    ledger.set_cap("diabetes", epsilon=3.0, unit="patient_nbr")
+    (pop,) = ledger.status("diabetes")
+    assert (pop.unit, pop.counts, pop.cap_epsilon) == ("patient_nbr", "per person (patient_nbr)", 3.0)
+    with pytest.raises(ConfigError, match=r"per person \(patient_nbr\) and the run per row"):
+        ledger.reserve("diabetes", "row-1", epsilon=0.5)  # the first run cannot fix it per row any more
+    with pytest.raises(ConfigError, match=r"accounted per person \(patient_nbr\), not per row.*another population"):
+        ledger.set_cap("diabetes", epsilon=5.0, unit="")
+    assert ledger.status("diabetes")[0].cap_epsilon == 3.0  # refused as a whole
+    ledger.set_cap("diabetes", epsilon=4.0)  # no unit: the recorded one stays
+    ledger.set_cap("diabetes", epsilon=4.0, unit="patient_nbr")  # the same one: fine
+    assert ledger.status("diabetes")[0].unit == "patient_nbr"
+    ledger.reserve("adult", "row-2", epsilon=1.0)  # fixed per row by its first run
+    with pytest.raises(ConfigError, match=r"accounted per row, not per person \(Id\)"):
+        ledger.set_cap("adult", epsilon=2.0, unit="Id")
+    ledger.set_cap("new", epsilon=1.0, unit="")
+    assert ledger.status("new")[0].counts == "per row"
+
+
 def test_an_older_ledger_gains_units_and_its_next_run_fixes_the_population(url):
     _version_1_ledger(url, "('old', 'adult', 'synthesize', 'committed', 1.0, 0.0, 1.0, 0.0, NULL, '', "
                            "'2026-01-01', '2026-01-01')")
@@ -431,6 +452,18 @@ def test_cli_uses_dpsyn_home_and_sets_caps(cli, monkeypatch, tmp_path):
     assert (pop.cap_epsilon, pop.cap_delta) == (4.0, 1e-5)
     res = cli("show", "--json")
     assert json.loads(res.stdout)["populations"][0]["remaining_epsilon"] == 4.0
+
+
+def test_cli_set_cap_declares_what_the_population_counts(cli, tmp_path):
+    db = str(tmp_path / "b.db")
+    res = cli("set-cap", "--population", "d130", "--epsilon", "3", "--unit", "patient_nbr", "--ledger", db)
+    assert res.exit_code == 0 and "ε counts per person (patient_nbr)" in res.stdout, res.output
+    res = cli("set-cap", "--population", "d130", "--epsilon", "3", "--per-row", "--ledger", db)
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1 and "another population" in res.output
+    res = cli("set-cap", "--population", "x", "--epsilon", "1", "--per-row", "--unit", "Id", "--ledger", db)
+    assert res.exit_code == 2 and "cannot be combined" in res.output
+    res = cli("set-cap", "--population", "x", "--epsilon", "1", "--per-row", "--ledger", db, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout)["counts"] == "per row"
 
 
 def test_cli_bad_ledger_exits_2_with_one_line(cli, tmp_path):
