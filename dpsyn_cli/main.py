@@ -179,14 +179,15 @@ def _epochs_setting(synthesizer: str, epochs: int | None) -> dict:
     raise ConfigError(f"--epochs is not a setting of synthesizer '{synthesizer}'")
 
 
-def _make_config(**kw):
+def _make_config(kind=None, **kw):
+    """``kind`` (default SynthesizeConfig) from ``kw``; a bad setting is one ConfigError naming it."""
     from pydantic import ValidationError
 
     from dpsyn.config import SynthesizeConfig
     from dpsyn.errors import ConfigError
 
     try:
-        return SynthesizeConfig(**kw)
+        return (kind or SynthesizeConfig)(**kw)
     except ValidationError as e:
         first = e.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(x) for x in first["loc"])
@@ -208,10 +209,11 @@ def _merged(base: dict, **given) -> dict:
 
 
 def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: float | None, delta: float | None,
-                 overwrite: bool, allow_uninformative: bool, as_json: bool, verbose: bool, started: float,
-                 conflicting: dict) -> None:
+                 overwrite: bool, allow_uninformative: bool, config: Path | None, as_json: bool, verbose: bool,
+                 started: float, conflicting: dict) -> None:
     """``dpsyn run --dataset``: the related-tables run (flows/dataset.py: dpsyn.relational.run_dataset and its
-    MLflow run)."""
+    MLflow run). ``config``: a YAML/JSON file of DatasetRunConfig settings (as the dataset deployment takes them:
+    gate, budget, scrub, ...), the options given on top."""
 
     def go():
         from dpsyn.config import DatasetRunConfig
@@ -221,18 +223,22 @@ def _run_dataset(dataset: str, data: Path | None, out: Path | None, *, epsilon: 
         if given:
             raise ConfigError(f"{', '.join(given)} cannot be combined with --dataset (the dataset schema names the "
                               "tables and their schemas)")
-        if data is None or out is None:
-            raise ConfigError("--dataset needs --data (the folder holding the dataset's files) and --out")
-        if not Path(data).is_dir():
-            raise ConfigError(f"--data must be the folder holding the dataset's files with --dataset: {data}")
+        settings = _merged(read_config_file(config, "DatasetRunConfig settings"), dataset=dataset, data=data,
+                           out=out, privacy={"epsilon": epsilon, "delta": delta}, overwrite=overwrite or None,
+                           allow_uninformative=allow_uninformative or None)
+        if settings.get("data") is None or settings.get("out") is None:
+            raise ConfigError("--dataset needs --data (the folder holding the dataset's files) and --out (or data: "
+                              "and out: in the --config file)")
+        if not Path(settings["data"]).is_dir():
+            raise ConfigError(f"--data must be the folder holding the dataset's files with --dataset: "
+                              f"{settings['data']}")
         if epsilon is not None and not epsilon > 0:
             raise ConfigError(f"--epsilon must be greater than 0 (got {epsilon:g})")
-        privacy = {"epsilon": 1.0 if epsilon is None else epsilon, "delta": delta}
-        cfg = DatasetRunConfig(dataset=dataset, data=data, out=out, privacy=privacy, overwrite=overwrite,
-                               allow_uninformative=allow_uninformative)
-        return _run_flow(cfg, as_json=as_json, verbose=verbose, dataset=True)
+        settings["privacy"] = {"epsilon": 1.0, **(settings.get("privacy") or {})}
+        cfg = _make_config(DatasetRunConfig, **settings)
+        return cfg.out, _run_flow(cfg, as_json=as_json, verbose=verbose, dataset=True)
 
-    manifest = handle(go, as_json=as_json, verbose=verbose)
+    out, manifest = handle(go, as_json=as_json, verbose=verbose)
     p = manifest["privacy"]
     if as_json:
         typer.echo(json.dumps({"output": str(out), "mlflow_run_id": manifest["mlflow_run_id"],
@@ -272,8 +278,9 @@ def run(
     rules: Annotated[str | None, typer.Option(
         "--rules", help="Rules YAML the gate checks (default: the rules shipped for the schema, if any).")] = None,
     config: Annotated[Path | None, typer.Option(
-        "--config", help="YAML/JSON of dpsyn.config.SynthesizeConfig (every setting, as a deployment takes them); "
-                         "the options given here override it.")] = None,
+        "--config", help="YAML/JSON of dpsyn.config.SynthesizeConfig (every setting, as a deployment takes them; "
+                         "with --dataset, of dpsyn.config.DatasetRunConfig); the options given here override it."
+    )] = None,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -282,9 +289,9 @@ def run(
     set_env_defaults(verbose)
     if dataset is not None:
         _run_dataset(dataset, data, out, epsilon=epsilon, delta=delta, overwrite=overwrite,
-                     allow_uninformative=allow_uninformative, as_json=as_json, verbose=verbose, started=started,
-                     conflicting={"--schema": schema, "--synthesizer": synthesizer, "--epochs": epochs,
-                                  "--rules": rules, "--config": config})
+                     allow_uninformative=allow_uninformative, config=config, as_json=as_json, verbose=verbose,
+                     started=started, conflicting={"--schema": schema, "--synthesizer": synthesizer,
+                                                   "--epochs": epochs, "--rules": rules})
         return
 
     def go():
