@@ -179,7 +179,7 @@ def _epochs_setting(synthesizer: str, epochs: int | None) -> dict:
     raise ConfigError(f"--epochs is not a setting of synthesizer '{synthesizer}'")
 
 
-def _make_config(kind=None, **kw):
+def _make_config(kind=None, /, **kw):
     """``kind`` (default SynthesizeConfig) from ``kw``; a bad setting is one ConfigError naming it."""
     from pydantic import ValidationError
 

@@ -107,6 +107,9 @@ def test_dataset_run_reads_a_config_file_under_its_options(tmp_path):
     r = _cli("run", "--dataset", "synthea", "--config", str(cfg), home=tmp_path / "home")
     lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "invalid option gate.bogus" in lines[0], r.stderr
+    cfg.write_text(f"data: {DATA}\nout: {tmp_path / 'o'}\nkind: x\n")  # a key named like the helper's argument
+    r = _cli("run", "--dataset", "synthea", "--config", str(cfg), home=tmp_path / "home")
+    assert r.returncode == 2 and "invalid option kind" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "o").exists() and not (tmp_path / "home" / "budget.db").exists()
 
 
