@@ -116,6 +116,15 @@ logger = logging.getLogger(__name__)
 _ORDER = {"sqlite": "created_at, rowid", "postgresql": "created_at, run_id"}
 
 
+def _fix_unit(db: Db, population: str, recorded: str | None, unit: str) -> bool:
+    """Record ``unit`` as what ``population``'s ε counts if none is recorded yet (the first run or cap that names
+    one fixes it); False when another unit is recorded (the caller raises, inside its transaction)."""
+    if recorded is None:
+        db.execute("UPDATE populations SET unit = ? WHERE population = ?", (unit, population))
+        return True
+    return recorded == unit
+
+
 class BudgetLedger:
     """The privacy-budget ledger at ``url`` (see :func:`budget_path`); created on first write."""
 
@@ -165,9 +174,7 @@ class BudgetLedger:
             if unit is not None:
                 recorded = db.execute("SELECT unit FROM populations WHERE population = ?",
                                       (population,)).fetchone()["unit"]
-                if recorded is None:
-                    db.execute("UPDATE populations SET unit = ? WHERE population = ?", (unit, population))
-                elif recorded != unit:  # raised inside the transaction: the cap above is not kept either
+                if not _fix_unit(db, population, recorded, unit):  # raised inside the transaction: no cap kept
                     raise ConfigError(
                         f"population '{population}' is accounted {unit_relation(recorded)}, not "
                         f"{unit_relation(unit)}: its runs were charged under that unit, so it cannot change; "
@@ -217,9 +224,7 @@ class BudgetLedger:
                 if old["state"] != "released":
                     return _reservation(old)  # a retry: already charged
             pop = self._population(db, population, cap, cap_delta, now)
-            if pop["unit"] is None:  # the population's first run that records one fixes it
-                db.execute("UPDATE populations SET unit = ? WHERE population = ?", (unit, population))
-            elif pop["unit"] != unit:  # raised inside the transaction: nothing of this call is kept
+            if not _fix_unit(db, population, pop["unit"], unit):  # raised inside the transaction: nothing kept
                 raise ConfigError(_unit_conflict(population, pop["unit"], unit, run_id))
             spent_e, reserved_e, spent_d, reserved_d = _totals(db, population)
             cap_e, cap_d = pop["cap_epsilon"], pop["cap_delta"]
