@@ -337,6 +337,21 @@ def _compile(rules: RuleSet, schema: TableSchema) -> list[_Compiled]:
     return out
 
 
+def _ephemeral_context():
+    """A new ephemeral Great Expectations context that prints nothing of its own on a run's stderr.
+
+    GX sets its ``data_context.types.base`` logger to INFO, so its "Created temporary directory ... for ephemeral
+    docs site" reaches any root handler (Opacus installs one with ``logging.basicConfig`` on import), and its
+    progress bars ("Calculating Metrics: 25%|...") are on by default; both reached ``dpsyn run --rules``."""
+    import great_expectations as gx
+    from great_expectations.data_context.types import base  # sets its logger to INFO on import
+
+    logging.getLogger(base.__name__).setLevel(logging.WARNING)
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = base.ProgressBarsConfig(globally=False)
+    return ctx
+
+
 def compile_suite(rules: RuleSet, schema: TableSchema, *, name: str | None = None):
     """The rules as a ``great_expectations.ExpectationSuite`` (one expectation per check; meta names the check).
     Needs no context of the caller's: without an active one, an ephemeral context is made first."""
@@ -347,7 +362,7 @@ def compile_suite(rules: RuleSet, schema: TableSchema, *, name: str | None = Non
     try:  # GX 1.x builds suites inside an active project
         project_manager.get_current_project()
     except DataContextRequiredError:
-        gx.get_context(mode="ephemeral")
+        _ephemeral_context()
     suite = gx.ExpectationSuite(name=name or rules.name)
     for c in _compile(rules, schema):
         c.expectation.meta = {"dpsyn_check": c.check, "dpsyn_rule": c.rule}
@@ -360,16 +375,7 @@ class _Runner:
 
     @cached_property
     def context(self):
-        import great_expectations as gx
-
-        ctx = gx.get_context(mode="ephemeral")
-        try:
-            from great_expectations.data_context.types.base import ProgressBarsConfig
-
-            ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-        except Exception:  # noqa: BLE001 - cosmetic only
-            pass
-        return ctx
+        return _ephemeral_context()
 
     @cached_property
     def batch_definition(self):
@@ -420,7 +426,7 @@ def data_docs(df: pd.DataFrame, rules: RuleSet, schema: TableSchema, out_dir: st
     import great_expectations as gx
 
     out = Path(out_dir).absolute()
-    ctx = gx.get_context(mode="ephemeral")
+    ctx = _ephemeral_context()
     ctx.add_data_docs_site("dpsyn", {
         "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(out)}})
