@@ -35,6 +35,13 @@ case "$cmd" in
     # Two workers, a test file each at a time (module fixtures run once): about 25 % less wall time on 2 cores.
     # DPSYN_TEST_WORKERS=0 runs in one process.
     workers="${DPSYN_TEST_WORKERS:-2}"
+    # One BLAS/OpenMP thread per process when workers share the cores: two workers whose processes each spin up a
+    # thread per core (torch, OpenBLAS, scikit-learn's OpenMP) oversubscribe them; on 2 cores two CLI runs at once
+    # took 108 s each with the default threads and 85 s with one (a run alone: 58 s either way).
+    if [ "$workers" != "0" ]; then
+      export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}" \
+        OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+    fi
     if [ "$workers" = "0" ]; then
       python -m pytest "$@"
     else
