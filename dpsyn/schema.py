@@ -228,6 +228,10 @@ class TableSchema(_Strict):
     privacy_unit: PrivacyUnit | None = Field(
         default=None,
         description="The person column and the public bound on rows per person; None: the unit is one row.")
+    extends: str | None = Field(
+        default=None,
+        description="The shipped schema this one is written on top of: its top-level keys replace the base's "
+        "(``columns`` as a whole), and the base's shipped rules apply when it has none of its own.")
     read: ReadOptions = Field(default_factory=ReadOptions)
     columns: list[Column] = Field(min_length=1)
 
@@ -301,8 +305,28 @@ class TableSchema(_Strict):
         import hashlib
         import json
 
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        # a schema that extends none hashes as before the field existed (lineage keeps its fingerprints)
+        blob = json.dumps(self.model_dump(mode="json", exclude={"extends"} if self.extends is None else None),
+                          sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _extend(raw: dict, source: str, *, seen: tuple[str, ...]) -> dict:
+    """``raw`` on top of the shipped schema it names in ``extends`` (resolved the same way if that one extends
+    another): the top-level keys of ``raw`` replace the base's; ``name`` must be its own."""
+    base = raw["extends"]
+    if not isinstance(base, str) or base not in list_builtin_schemas():
+        raise SchemaError(f"malformed schema {source}: extends: {base!r} is not a shipped schema (one of: "
+                          f"{', '.join(list_builtin_schemas())})")
+    if base in seen:
+        raise SchemaError(f"malformed schema {source}: extends: {' -> '.join((*seen, base))} is a cycle")
+    if not raw.get("name") or raw.get("name") == base:
+        raise SchemaError(f"malformed schema {source}: a schema that extends '{base}' needs a name of its own "
+                          "(models, rules and lineage are kept by name)")
+    base_raw = yaml.safe_load((_builtin_dir() / f"{base}.yaml").read_text(encoding="utf-8"))
+    if "extends" in base_raw:
+        base_raw = _extend(base_raw, f"builtin schema '{base}'", seen=(*seen, base))
+    return {**base_raw, **raw}
 
 
 def _parse_date(value: str | float | date) -> float:
@@ -360,6 +384,8 @@ def parse_schema(text: str, *, source: str = "<string>") -> TableSchema:
         raise SchemaError(f"malformed schema {source}: not valid YAML{where}") from None
     if not isinstance(raw, dict):
         raise SchemaError(f"malformed schema {source}: expected a mapping with 'name' and 'columns'")
+    if "extends" in raw:
+        raw = _extend(raw, source, seen=())
     try:
         return TableSchema.model_validate(raw)
     except ValidationError as e:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from dpsyn.errors import InputError
 from dpsyn.privacy import NoiseSource, NoisyCounts, PrivacyAccountant
-from dpsyn.schema import TableSchema
+from dpsyn.schema import TableSchema, load_schema
 from dpsyn.validation.checks import (
     Stat,
     constant_checks,
@@ -64,10 +64,13 @@ def gate_rules(config: ValidationConfig, schema: TableSchema):
 
     if config.rules is None or config.rules == "none":
         return None
-    if config.rules == "auto":
-        if not (_SHIPPED / f"{schema.name}.yaml").exists():
-            return None
-        return load_rules(schema.name)
+    if config.rules == "auto":  # the schema's shipped rules, else those of the shipped schema it extends
+        name, base = schema.name, schema.extends
+        while not (_SHIPPED / f"{name}.yaml").exists():
+            if base is None:
+                return None
+            name, base = base, load_schema(base).extends
+        return load_rules(name)
     return load_rules(config.rules)
 
 
@@ -385,7 +388,6 @@ def validate_files(
     from dpsyn.masking import mask_table
     from dpsyn.privacy import default_delta, plan_counts, release_counts
     from dpsyn.privacy.budget import reservation
-    from dpsyn.schema import load_schema
     from dpsyn.watermark import WM_COLUMN, strip_text_codes
 
     schema = schema if isinstance(schema, TableSchema) else load_schema(schema)

@@ -114,6 +114,12 @@ MALFORMED = [
         "name: x\ncolumns:\n  - {name: a, kind: categorical, domain: [u, u]}\n", "duplicate categories", id="dup-domain"
     ),
     pytest.param("name: x\ncolumns:\n  - {name: a, kind: number}\n", "kind", id="unknown-kind"),
+    pytest.param("extends: diabetes13\nname: x\n", "extends: 'diabetes13' is not a shipped schema (one of: adult",
+                 id="extends-unknown"),
+    pytest.param("extends: diabetes130\nprivacy_unit: {column: patient_nbr, max_rows_per_person: 2}\n",
+                 "a schema that extends 'diabetes130' needs a name of its own", id="extends-without-name"),
+    pytest.param("extends: diabetes130\nname: x\nprivacy_unit: {column: race, max_rows_per_person: 2}\n",
+                 "privacy_unit.column 'race' must be an identifier column", id="extends-then-validated"),
 ]
 
 
@@ -185,3 +191,37 @@ def test_diabetes130_schema_reads_full_file():
         if col.kind == ColumnKind.numeric:
             lo, hi = col.numeric_bounds()
             assert df[col.name].between(lo, hi).all(), col.name
+
+
+def test_diabetes130_patients_is_diabetes130_per_patient_with_its_rules():
+    """The shipped person-level diabetes130 (issue 21): the base's columns, target and population, the patient as
+    the unit, and the base's shipped clinical rules in the gate."""
+    from dpsyn.validation.config import ValidationConfig
+    from dpsyn.validation.gate import gate_rules
+
+    base, per = load_schema("diabetes130"), load_schema("diabetes130_patients")
+    assert base.privacy_unit is None and base.extends is None
+    assert per.extends == "diabetes130" and per.privacy_unit.column == "patient_nbr"
+    assert per.privacy_unit.max_rows_per_person == 3
+    assert per.columns == base.columns and (per.target, per.population) == (base.target, base.population)
+    assert per.unit_kwargs() == {"unit": "patient_nbr", "rows_per_unit": 3}
+    assert gate_rules(ValidationConfig(), per).name == gate_rules(ValidationConfig(), base).name
+    assert per.fingerprint() != base.fingerprint()
+
+
+def test_a_users_schema_extends_a_shipped_one_in_a_few_lines(tmp_path):
+    """Declaring a unit on a shipped schema needs no copy of its columns; a chain resolves, the top-level keys of
+    the extending file win, and the rules follow the chain."""
+    from dpsyn.validation.config import ValidationConfig
+    from dpsyn.validation.gate import gate_rules
+
+    p = tmp_path / "mine.yaml"
+    p.write_text("extends: diabetes130_patients\nname: my_d130\nprivacy_unit: {column: patient_nbr, "
+                 "max_rows_per_person: 5}\npopulation: my-hospital\n")
+    mine = load_schema(p)
+    assert (mine.name, mine.extends, mine.population) == ("my_d130", "diabetes130_patients", "my-hospital")
+    assert mine.privacy_unit.max_rows_per_person == 5 and mine.target == "readmitted"
+    assert len(mine.columns) == len(load_schema("diabetes130").columns)
+    assert gate_rules(ValidationConfig(), mine) is not None  # diabetes130's rules, two steps up
+    p.write_text("extends: adult\nname: my_adult\n")
+    assert gate_rules(ValidationConfig(), load_schema(p)) is None  # adult ships no rules
