@@ -93,6 +93,7 @@ def main() -> None:
         print(f"{label} | {r['command']} | median {statistics.median(r['walls']):.1f} s")
     if a.out:
         path = a.out.with_suffix(".json")
+        path.parent.mkdir(parents=True, exist_ok=True)
         old = json.loads(path.read_text()) if path.exists() else {}
         old[label] = {"command": shlex.join(["python", *sys.argv]), "rows": rows}
         path.write_text(json.dumps(old, indent=1))
