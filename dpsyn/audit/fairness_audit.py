@@ -59,15 +59,17 @@ class FairnessAuditResult(BaseModel):
 def _load(cfg: FairnessAuditConfig):
     from dpsyn.io import read_table
     from dpsyn.masking import mask_table
-    from dpsyn.schema import load_schema
+    from dpsyn.schema import list_builtin_schemas, load_schema
 
     schema = load_schema(cfg.table_schema)
     if schema.target is None:
         raise ConfigError(f"the fairness audit needs a target column; schema '{schema.name}' declares none")
     if schema.privacy_unit is not None:
+        shipped = isinstance(cfg.table_schema, str) and cfg.table_schema in list_builtin_schemas()
+        way = (f"a schema file of three lines, 'extends: {cfg.table_schema}', 'name: <a name of its own>' and "
+               "'privacy_unit: null'" if shipped else "a copy of the schema file without privacy_unit")
         raise ConfigError(f"schema '{schema.name}' declares a person-level privacy unit; the fairness audit's models "
-                          "are accounted per row only: audit a copy of the schema without privacy_unit on a table "
-                          "with one row per person")
+                          f"are accounted per row only: audit with {way}, on a table with one row per person")
     df, _ = mask_table(read_table(cfg.data, schema), schema)
     rng = np.random.default_rng(cfg.seed)
     if cfg.test is not None:

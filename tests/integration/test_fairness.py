@@ -58,6 +58,22 @@ def test_cli_bad_group_says_which_columns_exist(adult_sample_path):
     assert "favourite_colour" in res.output and "race" in res.output
 
 
+def test_a_person_level_schema_is_refused_with_the_way_to_audit_per_row(tmp_path):
+    """The audit's models are accounted per row: a schema with a privacy unit is refused before any read (exit 2),
+    and the message's way out, a file that extends it with ``privacy_unit: null``, is accepted."""
+    data = tmp_path / "d.csv"
+    data.write_text("x\n")  # never read: refused on the schema
+    res = CliRunner().invoke(app, ["audit", "fairness", "--data", str(data), "--schema", "diabetes130_patients",
+                                   "--group", "gender", "--rounds", "2", "--rows", "100"])
+    assert res.exit_code == 2 and "declares a person-level privacy unit" in res.output, res.output
+    assert "extends: diabetes130_patients" in res.output and "privacy_unit: null" in res.output
+    per_row = tmp_path / "rows.yaml"
+    per_row.write_text("extends: diabetes130_patients\nname: d130_rows\nprivacy_unit: null\n")
+    from dpsyn.schema import load_schema
+
+    assert load_schema(per_row).privacy_unit is None
+
+
 def test_dpdsyn_is_audited_by_its_log_likelihood(adult_sample_path):
     cfg = FairnessAuditConfig(data=adult_sample_path, table_schema="adult", group="race", model="dpdsyn",
                               method="dpsgd-s", epsilon=5.0, rounds=2, rows=200, accountant="rdp",
