@@ -65,7 +65,7 @@ def _load(cfg: FairnessAuditConfig):
     if schema.target is None:
         raise ConfigError(f"the fairness audit needs a target column; schema '{schema.name}' declares none")
     if schema.privacy_unit is not None:
-        shipped = isinstance(cfg.table_schema, str) and cfg.table_schema in list_builtin_schemas()
+        shipped = cfg.table_schema in list_builtin_schemas()  # a name, not a file
         way = (f"a schema file of three lines, 'extends: {cfg.table_schema}', 'name: <a name of its own>' and "
                "'privacy_unit: null'" if shipped else "a copy of the schema file without privacy_unit")
         raise ConfigError(f"schema '{schema.name}' declares a person-level privacy unit; the fairness audit's models "
