@@ -84,6 +84,13 @@ def bk_layers(model: nn.Module) -> tuple[list[nn.Linear] | None, str]:
     return layers, ""
 
 
+def _check_bounds(bound, n: int, what: str) -> None:
+    """A tensor of bounds must hold one bound per row (no units) or one per unit (with units): anything else would
+    broadcast or fail somewhere less clear, or clip a person at another person's bound."""
+    if isinstance(bound, torch.Tensor) and bound.dim() > 0 and bound.shape != (n,):
+        raise ValueError(f"clipped_sum needs one bound per {what} ({n}), got a tensor of shape {tuple(bound.shape)}")
+
+
 class BookKeeping:
     """Records the inputs and outputs of ``layers``; the clipped gradient sum of one batch (module docstring).
 
@@ -175,8 +182,9 @@ class BookKeeping:
 
         ``bound``: the clip bound C, or one bound per row (float tensor of length B). ``units``: per-unit clipping
         (user-level DP-SGD): one code per row, 0..U−1 with every code present, rows of one unit (a person) adjacent
-        or not; each unit's *summed* gradient Σ_{i∈u} ∇L_i is clipped to C as a whole, and the norms returned are
-        the U units' (``bound`` must then be a float).
+        or not; each unit's *summed* gradient Σ_{i∈u} ∇L_i is clipped as a whole, to C or, with a tensor ``bound``,
+        to its own bound C_u (one bound per unit: length U, e.g. the person's group bound under DP-SGD-S), and the
+        norms returned are the U units'. A tensor of any other length raises ValueError.
         """
         loss = self._forward(loss_fn, batch, criterion)
         used = [i for i, z in enumerate(self._outs) if z is not None]
@@ -239,9 +247,11 @@ class BookKeeping:
             grads_out.append((i, g))
         if units is None:
             norms = sq.sqrt_()
+            _check_bounds(bound, len(norms), "row")
             coef = (bound / (norms + 1e-6)).clamp(max=1.0)
         else:  # one factor per unit, applied to each of its rows: Σ_u c_u Σ_{i∈u} ∇L_i
             norms = self._unit_sq_norms([g for _, g in grads_out], [i for i, _ in grads_out], units, dtype).sqrt_()
+            _check_bounds(bound, len(norms), "unit")
             coef = (bound / (norms + 1e-6)).clamp(max=1.0)[units]
         result: dict[torch.Tensor, torch.Tensor] = {}
         for i, g in grads_out:

@@ -97,11 +97,11 @@ class DPDSyn(Synthesizer):
         # Budget: DP-SGD-S's group-size histogram (if asked for), then the task model's noise (alone: task_share of
         # what is left), planned; then the generator.
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
-        sigma_h = plan_group_sizes(cfg.group_clip, accountant)
-        by_person = cfg.person_clipping and cfg.group_clip is None
-        units, n_t, batch_t = self.dpsgd_units(cfg.task_batch_size, enabled=by_person)
-        _, n_g, batch_g = self.dpsgd_units(cfg.batch_size, enabled=by_person)
+        units, n_t, batch_t = self.dpsgd_units(cfg.task_batch_size, enabled=cfg.person_clipping)
+        _, n_g, batch_g = self.dpsgd_units(cfg.batch_size, enabled=cfg.person_clipping)
         person_level = units is not None
+        # per person, the group-size histogram counts persons (each in their first row's group)
+        sigma_h = plan_group_sizes(cfg.group_clip, accountant, person_level=person_level)
         q_t, steps_t = steps_and_rate(n_t, batch_size=batch_t, epochs=cfg.task_epochs)
         q_g, steps_g = steps_and_rate(n_g, batch_size=batch_g, epochs=cfg.epochs)
         remaining_share = cfg.task_share * (1 - accountant.epsilon(include_planned=True) / accountant.target_epsilon)
@@ -116,7 +116,7 @@ class DPDSyn(Synthesizer):
             trust=cfg.marginal_trust)
         # one histogram serves both clippers
         group_sizes = measure_group_sizes(None if gj is None else codes[:, gj], n_groups, sigma_h,
-                                          accountant=accountant, noise=self.noise_)
+                                          accountant=accountant, noise=self.noise_, units=units)
 
         torch.manual_seed(self.noise_.seed())
         task_clipper = group_clipper(cfg.group_clip, n_groups, cfg.task_max_grad_norm, sizes=group_sizes)

@@ -83,8 +83,9 @@ class DPGenConfig(BaseModel):
     person_clipping: bool = Field(
         default=True,
         description="With a declared privacy unit: sample persons and clip each person's summed gradient "
-        "(user-level DP-SGD, accounted per person as is); false: clip rows and convert the steps to the person "
-        "level by group privacy (σ/k, 1 − (1 − q)^k). Not with group_clip.",
+        "(user-level DP-SGD, accounted per person as is; with group_clip at the bound of the group of the person's "
+        "first row, the noisy group counts and group-size histogram counting persons); false: clip rows and convert "
+        "the steps to the person level by group privacy (σ/k, 1 − (1 − q)^k).",
     )
 
 
@@ -127,7 +128,8 @@ def fit_ar_net(codes: np.ndarray, sizes: list[int], cfg: DPGenConfig, *, sigma: 
     whole per-row gradient is still clipped to C, so the guarantee is unchanged.
     With ``cfg.group_clip``, ``groups`` (one code per row, < ``n_groups``) selects each row's bound;
     ``group_sizes`` is the released group-size histogram, if ``cfg.group_clip.size_share`` asked for one.
-    ``units`` (a person code per row): per-person clipping, ``public_rows`` and ``batch_size`` counting persons.
+    ``units`` (a person code per row): per-person clipping, ``public_rows`` and ``batch_size`` counting persons;
+    with ``group_clip`` too, each person is clipped at the bound of their first row's group.
     """
     w = weights or [1.0] * len(sizes)
     clipper = group_clipper(cfg.group_clip, n_groups, cfg.max_grad_norm, sizes=group_sizes)
@@ -226,17 +228,18 @@ class DPGen(Synthesizer):
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         sizes = self.encoder_.sizes
-        units, public, batch = self.dpsgd_units(cfg.batch_size, enabled=cfg.person_clipping and cfg.group_clip is None)
+        units, public, batch = self.dpsgd_units(cfg.batch_size, enabled=cfg.person_clipping)
         q, steps = steps_and_rate(public, batch_size=batch, epochs=cfg.epochs)
         gj, n_groups = group_codes(self.encoder_, cfg.group_clip)
-        sigma_h = plan_group_sizes(cfg.group_clip, accountant)
+        # with per-person clipping the group-size histogram counts persons (each in their first row's group)
+        sigma_h = plan_group_sizes(cfg.group_clip, accountant, person_level=units is not None)
         z = plan_marginals(accountant, cfg.marginal_share, label=MARGINALS_LABEL) if cfg.marginal_share else None
         sigma = accountant.calibrate(sample_rate=q, steps=steps, label="dpgen.dpsgd", person_level=units is not None)
         self.marginals_ = None if z is None else measure_marginals(
             codes, sizes, z=z, noise=self.noise_, accountant=accountant, label=MARGINALS_LABEL,
             trust=cfg.marginal_trust)
         group_sizes = measure_group_sizes(None if gj is None else codes[:, gj], n_groups, sigma_h,
-                                          accountant=accountant, noise=self.noise_)
+                                          accountant=accountant, noise=self.noise_, units=units)
         torch.manual_seed(self.noise_.seed())
         self.net_ = fit_ar_net(
             codes, sizes, cfg, sigma=sigma, accountant=accountant, noise=self.noise_, label="dpgen.dpsgd",

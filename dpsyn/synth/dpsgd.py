@@ -40,6 +40,10 @@ several rows: each step samples *persons* (Poisson, rate q over the public perso
 clips each person's summed gradient to C (book-keeping, :meth:`BookKeeping.clipped_sum` with ``units``) and adds
 N(0, σ²C²): adding or removing a person moves the clipped sum by at most C, so the step is the subsampled Gaussian
 mechanism (σ, q) at the person level, recorded as such (``person_level=True``), with no group-privacy conversion.
+With ``units`` and ``group_clip`` together (DP-SGD-S per person) a person's group is the group of their first row
+(:func:`~dpsyn.synth.group_clip.person_groups`), each sampled person's summed gradient is clipped to that group's
+bound C_{g(p)} ≤ max_k C_k, the noise is DP-SGD-S's σ_g · max_k C_k, and the 2K noisy counts count the sampled
+persons (one count each): the same one subsampled Gaussian mechanism of multiplier σ, per person.
 
 With ``ema_decay`` the returned weights are an exponential moving average of
 the iterates (De et al. 2022): post-processing of the noisy updates, so it
@@ -62,7 +66,7 @@ from torch import nn
 from dpsyn.privacy import NoiseSource, PrivacyAccountant
 from dpsyn.progress import report
 from dpsyn.synth.bookkeeping import BookKeeping, bk_layers
-from dpsyn.synth.group_clip import GroupClipper, split_noise
+from dpsyn.synth.group_clip import GroupClipper, person_groups, split_noise
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +129,8 @@ def train_dpsgd(
 
     ``units``: one person code per row (int64, 0..P−1): per-person clipping (module docstring); ``public_rows``,
     ``batch_size`` and the sample rate then count persons (``public_rows`` is the public person count), and
-    σ must have been calibrated with ``person_level=True``. Book-keeping path only; not with ``group_clip``.
+    σ must have been calibrated with ``person_level=True``. Book-keeping path only. With ``group_clip`` too,
+    ``groups`` stays one code per row; each person is clipped and counted in the group of their first row.
     """
     if (groups is None) != (group_clip is None):
         raise ValueError("group-adaptive clipping needs both groups (one code per row) and a GroupClipper")
@@ -143,8 +148,6 @@ def train_dpsgd(
     if step_hook is not None and clipping != "bookkeeping":
         raise ValueError("a step hook (privacy audits) needs clipping='bookkeeping'")
     if units is not None:
-        if group_clip is not None:
-            raise ValueError("per-person clipping (units) cannot be combined with group-adaptive clipping")
         if len(units) != n:
             raise ValueError("units needs one person code per row")
         kw["units"] = units
@@ -178,22 +181,25 @@ def _expected_batch_size(n: int, sample_rate: float) -> int:
 
 
 class _Persons:
-    """Rows grouped by person (CSR over dense codes 0..P−1): a step's Poisson sample of persons → their rows and
-    the batch's unit codes 0..U−1."""
+    """Rows grouped by person (CSR over dense codes 0..P−1): a step's Poisson sample of persons → their rows, the
+    batch's unit codes 0..U−1 and the persons kept (those with rows). With ``groups`` (one code per row, DP-SGD-S)
+    also each person's group, that of their first row (``groups_``, :func:`person_groups`), computed once."""
 
-    def __init__(self, units: torch.Tensor):
+    def __init__(self, units: torch.Tensor, groups: torch.Tensor | None = None):
         codes = units.to(torch.int64)
         self.count = int(codes.max()) + 1 if len(codes) else 0
         self.order = torch.argsort(codes, stable=True)
         sizes = torch.bincount(codes, minlength=self.count)
         self.starts = torch.cumsum(sizes, 0) - sizes
         self.sizes = sizes
+        self.groups_ = None if groups is None else torch.from_numpy(person_groups(groups.numpy(), codes.numpy()))
 
-    def rows(self, persons: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rows(self, persons: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        persons = persons[self.sizes[persons] > 0]  # a code without rows is no one (dense codes have none)
         sizes = self.sizes[persons]
         batch_units = torch.repeat_interleave(torch.arange(len(persons)), sizes)
         offsets = torch.arange(int(sizes.sum())) - torch.repeat_interleave(torch.cumsum(sizes, 0) - sizes, sizes)
-        return self.order[torch.repeat_interleave(self.starts[persons], sizes) + offsets], batch_units
+        return self.order[torch.repeat_interleave(self.starts[persons], sizes) + offsets], batch_units, persons
 
 
 def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, accountant, noise, noise_multiplier,
@@ -201,7 +207,7 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
                        group_clip, public_rows, step_hook=None, units=None) -> nn.Module:
     """DP-SGD with book-keeping clipping: the step of :func:`_train_opacus`, without Opacus' two backward passes."""
     n = len(data)
-    persons = None if units is None else _Persons(units)
+    persons = None if units is None else _Persons(units, groups if group_clip is not None else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     params = [p for p in model.parameters() if p.requires_grad]
     shapes = [p.shape for p in params]
@@ -215,14 +221,17 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
     model.train()
     try:
         for step in range(steps):
-            batch_units = None
+            batch_units = sampled = None
             if persons is None:
                 idx = torch.from_numpy(noise.poisson_sample(n, sample_rate))
             else:  # a Poisson sample of persons, with all their rows
-                idx, batch_units = persons.rows(torch.from_numpy(noise.poisson_sample(persons.count, sample_rate)))
+                idx, batch_units, sampled = persons.rows(
+                    torch.from_numpy(noise.poisson_sample(persons.count, sample_rate)))
             taken += 1
             if group_clip is not None:
-                batch_groups = groups[idx]
+                # one group per row, or per sampled person (their first row's): C_{g(p)} clips the person's sum,
+                # and the person is one entry of the noisy counts
+                batch_groups = groups[idx] if persons is None else persons.groups_[sampled]
                 bound, noise_bound = group_clip.row_bounds(batch_groups), group_clip.max_bound()
             else:
                 bound = noise_bound = max_grad_norm

@@ -49,6 +49,17 @@ only on noisy releases of steps < t, so adaptive composition applies.
 Group labels only choose which bound clips a row; sampling stays plain
 Poisson at one rate q for every row (no stratified batches), so the
 accountant's subsampling assumption holds unchanged.
+
+With a privacy unit (per-person clipping, ``units`` in ``train_dpsgd``) everything above holds with "person" for
+"row". A person's group g(p) is the group of the person's *first* row in the table's order
+(:func:`person_groups`): a function of that person's own rows, so adding or removing a person changes no one
+else's group. Each step samples persons (Poisson, rate q), clips each sampled person's *summed* gradient to
+C_{g(p)} ≤ max_k C_k (the Gaussian noise σ_g · max_k C_k covers one person), and releases the 2K counts over the
+sampled persons (per-person norm at or below Q_{g(p)}, or above): one person adds 1 to exactly one count, L2
+sensitivity 1. The step is then one subsampled Gaussian mechanism of multiplier σ at the person level (Andrew et
+al., Thm 1, with persons as the examples), recorded with ``person_level=True``. The group-size histogram counts
+persons per group (same rule, sensitivity 1 per person) and is planned and recorded with ``person_level=True``;
+the rarity shares are then shares of persons.
 """
 
 from __future__ import annotations
@@ -61,8 +72,8 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SIZES_LABEL", "GroupClipConfig", "GroupClipper", "GroupSizes", "measure_group_sizes", "plan_group_sizes",
-           "split_noise"]
+__all__ = ["SIZES_LABEL", "GroupClipConfig", "GroupClipper", "GroupSizes", "measure_group_sizes", "person_groups",
+           "plan_group_sizes", "split_noise"]
 
 SIZES_LABEL = "group_clip.sizes"
 
@@ -125,30 +136,56 @@ class GroupSizes:
     variance: float
 
 
-def plan_group_sizes(config: GroupClipConfig | None, accountant, *, label: str = SIZES_LABEL) -> float | None:
+def plan_group_sizes(config: GroupClipConfig | None, accountant, *, label: str = SIZES_LABEL,
+                     person_level: bool = False) -> float | None:
     """σ_h of the group-size histogram, planned on ``accountant`` (call before calibrating DP-SGD).
 
-    None when there is no histogram (no ``config``, or ``size_share`` 0).
+    None when there is no histogram (no ``config``, or ``size_share`` 0). ``person_level``: the histogram will
+    count persons (:func:`measure_group_sizes` with ``units``), sensitivity 1 per person, so σ_h is sized and
+    planned as is, without the privacy unit's row bound.
     """
     if config is None or not config.size_share:
         return None
-    sigma = accountant.sigma_for_share(config.size_share)
-    accountant.plan(label, noise_multiplier=sigma)
+    sigma = accountant.sigma_for_share(config.size_share, person_level=person_level)
+    accountant.plan(label, noise_multiplier=sigma, person_level=person_level)
     return sigma
 
 
+def person_groups(groups, units) -> np.ndarray:
+    """Each person's group under DP-SGD-S with a privacy unit: the group of the person's first row in the order of
+    the rows (``groups`` one code per row, ``units`` one person code 0 … P − 1 per row). A function of the person's
+    own rows only. A code with no row gets −1."""
+    groups = np.asarray(groups, dtype=np.int64)
+    units = np.asarray(units, dtype=np.int64)
+    if groups.shape != units.shape:
+        raise ValueError(f"person_groups needs one group and one person code per row ({len(groups)} and {len(units)})")
+    count = int(units.max()) + 1 if len(units) else 0
+    first = np.full(count, len(units), dtype=np.int64)
+    np.minimum.at(first, units, np.arange(len(units), dtype=np.int64))
+    out = np.full(count, -1, dtype=np.int64)
+    present = first < len(units)
+    out[present] = groups[first[present]]
+    return out
+
+
 def measure_group_sizes(groups: np.ndarray, n_groups: int, sigma: float | None, *, accountant, noise,
-                        label: str = SIZES_LABEL) -> GroupSizes | None:
+                        label: str = SIZES_LABEL, units: np.ndarray | None = None) -> GroupSizes | None:
     """Release each group's row count plus N(0, σ²) and charge it (one Gaussian mechanism, L2 sensitivity 1).
 
     ``groups`` holds one code in 0 … n_groups − 1 per private row. ``sigma`` None (nothing planned): returns None
-    and reads nothing.
+    and reads nothing. ``units`` (one person code per row; σ planned with ``person_level=True``): count *persons*
+    per group instead, each person in the group of their first row (:func:`person_groups`), so one person adds 1
+    to one count; recorded with ``person_level=True``.
     """
     if sigma is None:
         return None
-    true = np.bincount(np.asarray(groups, dtype=np.int64), minlength=n_groups)[:n_groups].astype(float)
+    codes = np.asarray(groups, dtype=np.int64)
+    if units is not None:
+        codes = person_groups(codes, units)
+        codes = codes[codes >= 0]
+    true = np.bincount(codes, minlength=n_groups)[:n_groups].astype(float)
     counts = true + noise.normal_numpy(n_groups, sigma)
-    accountant.record(label, noise_multiplier=sigma, sample_rate=1.0, steps=1)
+    accountant.record(label, noise_multiplier=sigma, sample_rate=1.0, steps=1, person_level=units is not None)
     return GroupSizes(counts=counts, variance=float(sigma) ** 2)
 
 
@@ -228,9 +265,9 @@ class GroupClipper:
         return np.maximum(b, self.min_bound)
 
     def row_bounds(self, groups: torch.Tensor) -> torch.Tensor:
-        """C_{g(i)} for each row of a batch, as float32 rounded *down*: a bound rounded to the nearest float32 can
-        exceed the float64 bound the noise is scaled to (0.1 becomes 0.10000000149), and a row would then move the
-        sum by more than the noise covers."""
+        """C_{g(i)} for each row of a batch (or each person of a batch, ``groups`` then one code per person), as
+        float32 rounded *down*: a bound rounded to the nearest float32 can exceed the float64 bound the noise is
+        scaled to (0.1 becomes 0.10000000149), and a row would then move the sum by more than the noise covers."""
         return torch.from_numpy(float32_floor(self.bounds))[groups]
 
     def max_bound(self) -> float:
@@ -249,10 +286,14 @@ class GroupClipper:
         return math.hypot(grad_sigma * self.max_bound(), self.extra_noise_std())
 
     def update(self, norms: torch.Tensor, groups: torch.Tensor, *, sigma_b: float, noise) -> None:
-        """One noisy-quantile step from a batch's per-row gradient norms (before clipping).
+        """One noisy-quantile step from a batch's per-row gradient norms (before clipping), or with a privacy unit
+        its per-person norms (of each person's summed gradient) and the persons' groups: one entry per sampled row
+        or person, each counted once.
 
         Releases the 2K counts (at or below / above Q_k per group) with N(0, σ_b²) each.
         """
+        if len(norms) != len(groups):
+            raise ValueError(f"update needs one group per norm ({len(norms)} norms, {len(groups)} groups)")
         g = groups.numpy()
         below = norms.detach().numpy() <= self.quantiles[g]
         counts = np.zeros((2, self.n_groups))

@@ -235,6 +235,35 @@ def test_dpgen_with_a_unit_clips_persons_or_converts_rows(visits, person_clippin
     assert syn.persons_ is None  # who has which row is not kept in the model
 
 
+def test_dpgen_group_clipping_with_a_unit_clips_persons_at_less_noise_than_group_privacy(visits):
+    """DP-SGD-S with a privacy unit: persons are sampled and clipped at their group's bound, the steps and the
+    group-size histogram recorded per person as run; at the same ε the noise multiplier is far below that of row
+    clipping charged by group privacy (person_clipping off: σ/k, 1 − (1 − q)^k)."""
+    df, schema = visits
+    df = df[df["pid"].str[5:].astype(int) < 300]  # 300 persons, about 600 rows: a faster fit
+    gc = {"column": "a", "size_share": 0.1}
+    runs = {}
+    for person_clipping in (True, False):
+        syn = create("dpgen", {"epochs": 1, "batch_size": 64, "hidden": 8, "marginal_share": 0, "group_clip": gc,
+                               "person_clipping": person_clipping},
+                     privacy={"epsilon": 2.0, "secure_rng": False, "noise_seed": 0}).fit(df, schema)
+        by_label = {m["label"]: m for m in syn.privacy_["mechanisms"]}
+        assert syn.privacy_["epsilon_spent"] <= 2.0 + 1e-9
+        runs[person_clipping] = syn.training_, by_label
+    t, by_label = runs[True]
+    assert t["clipping_unit"] == "person" and t["group_clip"]["steps"] == t["steps"]
+    assert by_label["dpgen.dpsgd"]["noise_multiplier"] == pytest.approx(t["noise_multiplier"])
+    assert by_label["dpgen.dpsgd"]["sample_rate"] == pytest.approx(t["sample_rate"])
+    # the histogram counts persons (sensitivity 1 per person): recorded at the σ_h it used
+    assert by_label["group_clip.sizes"]["noise_multiplier"] == pytest.approx(t["group_clip"]["sizes_noise_std"])
+    rows, rows_label = runs[False]
+    assert rows["clipping_unit"] == "row"
+    assert rows_label["dpgen.dpsgd"]["noise_multiplier"] == pytest.approx(rows["noise_multiplier"] / 2)
+    assert rows_label["group_clip.sizes"]["noise_multiplier"] == pytest.approx(rows["group_clip"]["sizes_noise_std"] / 2)
+    assert t["noise_multiplier"] < 0.75 * rows["noise_multiplier"]  # noise std / clip bound, at the same ε
+    assert t["group_clip"]["sizes_noise_std"] < 0.75 * rows["group_clip"]["sizes_noise_std"]
+
+
 def test_dpdsyn_with_a_unit_clips_persons_in_both_models(visits):
     df, schema = visits
     syn = create("dpdsyn", {"epochs": 1, "task_epochs": 1, "batch_size": 64, "task_batch_size": 64, "hidden": 8,
