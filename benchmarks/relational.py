@@ -18,7 +18,9 @@ All 101,766 encounters of ../shared/data/diabetes130 (71,518 patients, up to 40 
 * ``dpgen_unit_k<K>``, ``dpgen_unit_k<K>_rowclip``, ``dpgen_one_row``, ``dpgen_group``: the same with the DP-SGD
   generator ``dpgen`` (``DPGEN_EPOCHS`` passes): per-person clipping (its default with a unit: persons sampled,
   each person's summed gradient clipped), row clipping charged by group privacy (σ/K, 1 − (1 − q)^K), one encounter
-  per patient, and row-level at ε / k_max.
+  per patient, and row-level at ε / k_max. ``dpgen_unit_k<K>_gc`` and ``dpgen_unit_k<K>_gc_rowclip``: the first two
+  with DP-SGD-S (``group_clip`` by ``race``, its defaults): each person clipped at their first row's group bound
+  and counted once, against rows clipped and charged by group privacy. dpgen rows record their noise multiplier.
 
 Metrics on the real rows without noise (public benchmark data; never done by a run): TSTR ROC AUC (gradient
 boosting, logistic regression) for readmitted ``<30`` on the real test patients' encounters, trained on the
@@ -59,6 +61,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 DELTA = 1e-5
 DPGEN_EPOCHS = 5  # the dpgen_* methods: 5 passes (its default 20 takes about 4x as long on 81,552 rows)
 PERSON = "patient_nbr"
+GROUP_CLIP_COLUMN = "race"  # the dpgen_*_gc methods: DP-SGD-S groups (a public column of the schema)
 BUCKETS = 10  # encounters per patient: 1..9 and ≥ 10
 
 
@@ -104,7 +107,9 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
             k, _, variant = method[6:].partition("_")
             fit_schema = schema.model_copy(update={"privacy_unit": PrivacyUnit(column=PERSON,
                                                                                max_rows_per_person=int(k))})
-            cfg["person_clipping"] = variant != "rowclip"
+            cfg["person_clipping"] = "rowclip" not in variant
+            if variant.startswith("gc"):  # DP-SGD-S (group-adaptive clipping) by race, its defaults
+                cfg["group_clip"] = {"column": GROUP_CLIP_COLUMN}
             method = "dpgen"
     if method.startswith("unit_k"):
         k, _, variant = method[6:].partition("_")
@@ -125,6 +130,9 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
     syn = synth.sample(len(rows), random_state=seed)
     info = {"fit_s": round(fit_s, 1), "epsilon_fit": fit_eps, "epsilon_spent": synth.privacy_["epsilon_spent"],
             "neighbouring": synth.privacy_["neighbouring"], "rows_fit": len(rows)}
+    if name == "dpgen":
+        info["noise_multiplier"] = round(float(synth.training_["noise_multiplier"]), 4)
+        info["clipping_unit"] = synth.training_["clipping_unit"]
     return syn, info
 
 
@@ -280,13 +288,13 @@ def write_markdown(saved: dict, path: Path) -> None:
              "'per patient' is the TVD of encounters per patient (1..9, ≥ 10). Machine: 2 cores, shared with "
              "other work while this ran (fit times inflated).", "",
              "| method | ε per patient | seeds | rows given | AUC gbm | AUC logreg | TVD 1-way | TVD 2-way | "
-             "per patient TVD | fit s |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "per patient TVD | DP-SGD σ | fit s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for head, rs in _method_groups(saved):
         lines.append(" | ".join([
             *head, _ms([r.get("rows_fit") for r in rs], 0), _ms([r["tstr"]["gbm"]["roc_auc"] for r in rs]),
             _ms([r["tstr"]["logreg"]["roc_auc"] for r in rs]), _ms([r["tvd1"] for r in rs]),
             _ms([r["tvd2"] for r in rs]), _ms([r.get("per_person_tvd") for r in rs]),
-            _ms([r.get("fit_s") for r in rs], 0)]) + " |")
+            _ms([r.get("noise_multiplier") for r in rs], 2), _ms([r.get("fit_s") for r in rs], 0)]) + " |")
     lines += related_results(path.parent)
     path.write_text("\n".join(lines) + "\n")
 
