@@ -14,6 +14,9 @@ All 101,766 encounters of ../shared/data/diabetes130 (71,518 patients, up to 40 
   row guarantee is the patient guarantee). The same as ``unit_k1``.
 * ``group`` (baseline a): today's row-level ``pgm`` on every training encounter at ε / k_max, k_max the true
   largest number of encounters of a training patient (group privacy: k_max · (ε/k_max) = ε per patient).
+* ``independent_one_row``, ``naive_bayes_one_row``: the suite's trivial DP baselines (benchmarks/baselines.py:
+  independent noisy one-way marginals; noisy target and feature × target histograms) on one random encounter per
+  patient at ε, so per patient at ε as (b) is.
 * ``real``: train on the real training encounters (no privacy).
 * ``dpgen_unit_k<K>``, ``dpgen_unit_k<K>_rowclip``, ``dpgen_one_row``, ``dpgen_group``: the same with the DP-SGD
   generator ``dpgen`` (``DPGEN_EPOCHS`` passes): per-person clipping (its default with a unit: persons sampled,
@@ -116,14 +119,19 @@ def fit_sample(method: str, schema, train: pd.DataFrame, eps: float, seed: int):
         fit_schema = schema.model_copy(update={"privacy_unit": PrivacyUnit(column=PERSON,
                                                                            max_rows_per_person=int(k))})
         cfg = {"person_weights": variant != "scaled"}
-    elif method == "one_row":
+    elif method in ("one_row", "independent_one_row", "naive_bayes_one_row"):
         pick = np.random.default_rng(seed).permutation(len(train))
         rows = train.iloc[pick].drop_duplicates(PERSON).drop(columns=PERSON).reset_index(drop=True)
     elif method == "group":
         k_max = int(train[PERSON].value_counts().max())
         fit_eps = eps / k_max
         rows = train.drop(columns=PERSON)
-    synth = create(name, cfg, privacy={**privacy, "epsilon": fit_eps})
+    if method.endswith("_one_row") and method != "one_row":  # the suite's trivial DP baselines (baselines.py)
+        from baselines import Independent, NaiveBayes
+
+        synth = (Independent if method.startswith("independent") else NaiveBayes)(None, privacy=privacy)
+    else:
+        synth = create(name, cfg, privacy={**privacy, "epsilon": fit_eps})
     t0 = time.time()
     synth.fit(rows, fit_schema)
     fit_s = time.time() - t0

@@ -103,27 +103,30 @@ def synthea_flat(pat: pd.DataFrame, cond: pd.DataFrame, med: pd.DataFrame) -> pd
     return out
 
 
-def _flchain_frame() -> pd.DataFrame:
-    """R survival's flchain (Rdatasets CSV, benchmarks/rdatasets.py): the baseline measures and death; futime
-    and chapter (follow-up time, cause of death) describe the outcome and are dropped."""
+def _rdataset_frame(item: str, drop: list[str], derive=None) -> pd.DataFrame:
+    """One table of R's survival package (Rdatasets CSV, benchmarks/rdatasets.py), strings as read: ``derive``
+    adds columns from the raw ones, then the row-name column and ``drop`` go, dots in names become underscores and
+    R's NA is missing."""
     from rdatasets import rdataset_csv
 
-    raw = pd.read_csv(rdataset_csv("survival", "flchain"), dtype=str, keep_default_na=False)
-    raw = raw.drop(columns=[raw.columns[0], "futime", "chapter"])
+    raw = pd.read_csv(rdataset_csv("survival", item), dtype=str, keep_default_na=False)
+    if derive is not None:
+        raw = derive(raw)
+    raw = raw.drop(columns=[raw.columns[0], *drop])
     raw.columns = [c.replace(".", "_") for c in raw.columns]
     return raw.replace({"NA": None, "": None})
+
+
+def _flchain_frame() -> pd.DataFrame:
+    """flchain: the baseline measures and death; futime and chapter (follow-up, cause of death) describe the
+    outcome and are dropped."""
+    return _rdataset_frame("flchain", ["futime", "chapter"])
 
 
 def _pbc_frame() -> pd.DataFrame:
-    """R survival's pbc (Rdatasets CSV): the baseline measures, and ``dead`` (status 2) as the target; id, time
-    and status are dropped."""
-    from rdatasets import rdataset_csv
-
-    raw = pd.read_csv(rdataset_csv("survival", "pbc"), dtype=str, keep_default_na=False)
-    raw["dead"] = (raw["status"] == "2").astype(int).astype(str)
-    raw = raw.drop(columns=[raw.columns[0], "id", "time", "status"])
-    raw.columns = [c.replace(".", "_") for c in raw.columns]
-    return raw.replace({"NA": None, "": None})
+    """pbc: the baseline measures, and ``dead`` (status 2) as the target; id, time and status are dropped."""
+    return _rdataset_frame("pbc", ["id", "time", "status"],
+                           derive=lambda raw: raw.assign(dead=(raw["status"] == "2").astype(int).astype(str)))
 
 
 def load(name: str):
