@@ -38,6 +38,10 @@ DATASETS = {
               "schema": "adult", "positive": None},
     "diabetes130": {"data": REPO.parent / "shared/data/diabetes130/diabetic_data.csv", "test": None,
                     "schema": "diabetes130", "positive": "<30"},
+    # per patient (privacy unit patient_nbr, at most 3 encounters each): --rows counts patients, every model samples
+    # and clips patients, a patient is in or out of a model with all their encounters
+    "diabetes130_patients": {"data": REPO.parent / "shared/data/diabetes130/diabetic_data.csv", "test": None,
+                             "schema": "diabetes130_patients", "positive": "<30"},
 }
 # GroupClipConfig's defaults before session 8: every named method below is these plus its own settings, so a name
 # keeps the meaning it had when its rows were measured
@@ -112,7 +116,8 @@ def main(argv=None) -> None:
                     t0 = time.time()
                     res = run_fairness_audit(cfg)
                     row = {"dataset": args.dataset, "group": group, "epsilon": eps, "method": name, "seed": seed,
-                           "rounds": args.rounds, "rows": args.rows, "seconds": round(time.time() - t0, 1),
+                           "rounds": args.rounds, "rows": args.rows, "unit": res.risk.unit,
+                           "seconds": round(time.time() - t0, 1),
                            "delta": res.risk.delta, "delta_ci": list(res.risk.delta_ci), "gpr": {g.group: g.gpr for g in res.risk.groups},
                            "gpr_se": {g.group: g.se for g in res.risk.groups},
                            "group_rows": {g.group: g.rows for g in res.risk.groups},
@@ -155,7 +160,8 @@ def write_markdown(saved: dict, path: Path) -> None:
     for ds, group, eps in keys:
         sub = [r for r in rows if (r["dataset"], r["group"], r["epsilon"]) == (ds, group, eps)]
         r0 = sub[0]
-        lines += [f"## {ds}, groups: {group}, ε = {eps:g} (R = {r0['rounds']} rounds, {r0['rows']} training rows)", "",
+        what = "rows" if r0.get("unit", "row") == "row" else f"persons, audited per {r0['unit']}"
+        lines += [f"## {ds}, groups: {group}, ε = {eps:g} (R = {r0['rounds']} rounds, {r0['rows']} training {what})", "",
                   "| method | seeds | accuracy | AUC | Δ | Δ 95% interval | mean adv. | DP diff | EO diff |",
                   "|---|---|---|---|---|---|---|---|---|"]
         methods = list(dict.fromkeys(r["method"] for r in sub))

@@ -367,7 +367,8 @@ def register(app: typer.Typer) -> None:
         method: Annotated[AuditMethod, typer.Option("--method", help="dpsgd, dpsgd-s, or both (side by side).")] = "dpsgd",
         epsilon: Annotated[float, typer.Option("--epsilon", help="ε of every audited model.")] = 10.0,
         rounds: Annotated[int, typer.Option("--rounds", help="R: the audit trains 2R models.")] = 20,
-        rows: Annotated[int, typer.Option("--rows", help="Training rows drawn for the audit (0: all).")] = 2000,
+        rows: Annotated[int, typer.Option("--rows", help="Training rows drawn for the audit, persons under a schema's privacy unit "
+                                                  "(0: all).")] = 2000,
         seed: Annotated[int, typer.Option("--seed")] = 0,
         accountant: Annotated[AccountantName, typer.Option("--accountant",
                                                            help="prv or rdp (faster to calibrate).")] = "prv",

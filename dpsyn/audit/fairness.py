@@ -18,6 +18,10 @@ measurements are averaged (cross-fitting: no round ever scores the
 threshold it chose). Per-row advantage adv_i = TPR_i − FPR_i;
 group privacy risk GPR_k = mean adv_i over the group; Δ = max GPR − min GPR.
 
+With a privacy unit (``dpsyn.audit.fairness_audit``) the game's units are persons: a coin per person, a
+person's rows all in or all out, the person's loss the sum over their rows, the group that of their first row.
+The functions here are agnostic to what an index names; the report says which (``unit``).
+
 The audit reads private rows without noise and trains 2R models on them: it
 is an owner-side review tool, like :mod:`dpsyn.audit.risk`. Its outputs are
 per-group aggregates (no row values), not DP releases (docs/privacy.md).
@@ -68,15 +72,17 @@ class GroupRiskReport(BaseModel):
     audit_rows: int
     min_rows: int
     threshold: str = "roc, cross-fitted over two halves of the rounds"
+    unit: str = "row"  # what one audit index is: a row, or a person (with all their rows) under a privacy unit
 
     def gpr(self) -> dict[str, float]:
         return {g.group: g.gpr for g in self.groups}
 
     def to_markdown(self) -> str:
+        noun = "rows" if self.unit == "row" else "persons"
         lines = [f"Group privacy risk by `{self.column}` ({self.rounds} rounds, {self.models_trained} models, "
-                 f"{self.audit_rows} audit rows): Δ = {self.delta:.3f} (95% bootstrap interval "
+                 f"{self.audit_rows} audit {noun}): Δ = {self.delta:.3f} (95% bootstrap interval "
                  f"{self.delta_ci[0]:.3f}–{self.delta_ci[1]:.3f})", "",
-                 "| group | rows | GPR | ± se |", "|---|---|---|---|"]
+                 f"| group | {noun} | GPR | ± se |", "|---|---|---|---|"]
         lines += [f"| {g.group} | {g.rows} | {g.gpr:.3f} | {g.se:.3f} |" for g in self.groups]
         return "\n".join(lines)
 
@@ -119,6 +125,7 @@ def group_privacy_audit(
     rounds: int,
     seed: int = 0,
     min_rows: int = 10,
+    unit: str = "row",
 ) -> tuple[GroupRiskReport, np.ndarray]:
     """Run the averaged leave-one-out game; return the report and the per-row advantages.
 
@@ -137,6 +144,8 @@ def group_privacy_audit(
         R; 2R models are trained.
     min_rows : int
         Groups with fewer audit rows are reported but left out of Δ (their GPR is mostly noise).
+    unit : str
+        What an index names ("row", or "person" when ``train_fn`` maps person indices to their rows); reported.
     """
     if rounds < 2:
         raise ConfigError(f"rounds must be at least 2, got {rounds}")
@@ -166,7 +175,7 @@ def group_privacy_audit(
     delta = float(max(big) - min(big)) if len(big) >= 2 else 0.0
     rep = GroupRiskReport(column=column, groups=risks, delta=delta, delta_ci=delta_interval(adv, groups, min_rows, seed=seed),
                           mean_advantage=float(adv.mean()),
-                          rounds=rounds, models_trained=2 * rounds, audit_rows=m, min_rows=min_rows)
+                          rounds=rounds, models_trained=2 * rounds, audit_rows=m, min_rows=min_rows, unit=unit)
     return rep, adv
 
 

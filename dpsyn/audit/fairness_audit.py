@@ -14,6 +14,15 @@
    (demographic parity and equalized-odds differences; privacy fairness and
    outcome fairness can move apart).
 
+With a privacy unit in the schema (e.g. diabetes130_patients) the audit is
+per person, as a run's guarantee is: the table is bounded to the unit's k rows
+per person first (the run's rule), the holdout, ``rows`` and ``audit_rows``
+count persons, a person is in or out of a model with all their rows, their loss
+is the sum over their rows, their group that of their first row
+(:func:`~dpsyn.synth.group_clip.person_groups`), and each task model samples
+and clips persons (per-person DP-SGD, or DP-SGD-S per person), accounted at
+the person level.
+
 Each model's own accountant must stay within (ε, δ): the audit raises if any
 spends more. Groups are the public encoding's codes of ``group`` (numeric
 columns: the schema's bins).
@@ -57,31 +66,51 @@ class FairnessAuditResult(BaseModel):
 
 
 def _load(cfg: FairnessAuditConfig):
+    """(schema, training rows, holdout rows, training persons' dense codes or None without a privacy unit)."""
     from dpsyn.io import read_table
     from dpsyn.masking import mask_table
-    from dpsyn.schema import list_builtin_schemas, load_schema
+    from dpsyn.privacy import NoiseSource
+    from dpsyn.privacy.unit import bound_table
+    from dpsyn.schema import load_schema
 
     schema = load_schema(cfg.table_schema)
     if schema.target is None:
         raise ConfigError(f"the fairness audit needs a target column; schema '{schema.name}' declares none")
-    if schema.privacy_unit is not None:
-        shipped = cfg.table_schema in list_builtin_schemas()  # a name, not a file
-        way = (f"a schema file of three lines, 'extends: {cfg.table_schema}', 'name: <a name of its own>' and "
-               "'privacy_unit: null'" if shipped else "a copy of the schema file without privacy_unit")
-        raise ConfigError(f"schema '{schema.name}' declares a person-level privacy unit; the fairness audit's models "
-                          f"are accounted per row only: audit with {way}, on a table with one row per person")
-    df, _ = mask_table(read_table(cfg.data, schema), schema)
+    df = read_table(cfg.data, schema)
+    unit = schema.privacy_unit
     rng = np.random.default_rng(cfg.seed)
+    if unit is None:
+        df, _ = mask_table(df, schema)
+        if cfg.test is not None:
+            test, _ = mask_table(read_table(cfg.test, schema), schema)
+            train = df
+        else:
+            idx = rng.permutation(len(df))
+            cut = int(round(len(df) * (1 - cfg.holdout_share)))
+            train, test = df.iloc[idx[:cut]], df.iloc[idx[cut:]]
+        if cfg.rows is not None and cfg.rows < len(train):
+            train = train.iloc[np.sort(rng.choice(len(train), cfg.rows, replace=False))]
+        return schema, train.reset_index(drop=True), test.reset_index(drop=True), None
+    # the run's rule first: at most k rows per person (secret coins); from here on everything counts persons
+    df, persons = bound_table(df, unit.column, unit.max_rows_per_person,
+                              NoiseSource(secure=cfg.secure_rng, seed=cfg.seed),
+                              table=f"the table of schema '{schema.name}'")
+    df, _ = mask_table(df, schema)
+    n_persons = int(persons.max()) + 1 if len(persons) else 0
     if cfg.test is not None:
         test, _ = mask_table(read_table(cfg.test, schema), schema)
-        train = df
+        keep = np.arange(n_persons)
     else:
-        idx = rng.permutation(len(df))
-        cut = int(round(len(df) * (1 - cfg.holdout_share)))
-        train, test = df.iloc[idx[:cut]], df.iloc[idx[cut:]]
-    if cfg.rows is not None and cfg.rows < len(train):
-        train = train.iloc[np.sort(rng.choice(len(train), cfg.rows, replace=False))]
-    return schema, train.reset_index(drop=True), test.reset_index(drop=True)
+        idx = rng.permutation(n_persons)
+        cut = int(round(n_persons * (1 - cfg.holdout_share)))
+        keep = idx[:cut]
+        test = df[np.isin(persons, idx[cut:])]
+    if cfg.rows is not None and cfg.rows < len(keep):
+        keep = rng.choice(keep, cfg.rows, replace=False)
+    in_train = np.isin(persons, keep)
+    train = df[in_train].reset_index(drop=True)
+    units = np.unique(persons[in_train], return_inverse=True)[1].astype(np.int64)  # dense codes 0..P−1
+    return schema, train, test.reset_index(drop=True), units
 
 
 def _group_clip(cfg: FairnessAuditConfig):
@@ -92,21 +121,23 @@ def _group_clip(cfg: FairnessAuditConfig):
 
 @lru_cache(maxsize=64)
 def _calibrated(epsilon: float, delta: float, q: float, steps: int, accountant: str,
-                size_share: float = 0.0) -> tuple[float | None, float, float]:
+                size_share: float = 0.0, unit: tuple = ()) -> tuple[float | None, float, float]:
     """(σ_h of the group-size histogram or None, DP-SGD σ, ε spent) of one audit model within (ε, δ).
 
+    ``unit``: the schema's ``unit_kwargs()`` as pairs; with one, both mechanisms count persons (person level).
     Cached: the audit trains many same-size models.
     """
     from dpsyn.privacy import PrivacyAccountant
     from dpsyn.synth.group_clip import SIZES_LABEL, GroupClipConfig, plan_group_sizes
 
-    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant)
+    per_person = bool(unit)
+    acct = PrivacyAccountant(epsilon=epsilon, delta=delta, accountant=accountant, **dict(unit))
     # the config only carries size_share here (a cached function takes hashable arguments)
-    sigma_h = plan_group_sizes(GroupClipConfig(column="_", size_share=size_share), acct)
-    sigma = acct.calibrate(sample_rate=q, steps=steps, label="fairness.task")
+    sigma_h = plan_group_sizes(GroupClipConfig(column="_", size_share=size_share), acct, person_level=per_person)
+    sigma = acct.calibrate(sample_rate=q, steps=steps, label="fairness.task", person_level=per_person)
     if sigma_h is not None:
-        acct.record(SIZES_LABEL, noise_multiplier=sigma_h, sample_rate=1.0, steps=1)
-    acct.record("fairness.task", noise_multiplier=sigma, sample_rate=q, steps=steps)
+        acct.record(SIZES_LABEL, noise_multiplier=sigma_h, sample_rate=1.0, steps=1, person_level=per_person)
+    acct.record("fairness.task", noise_multiplier=sigma, sample_rate=q, steps=steps, person_level=per_person)
     return sigma_h, sigma, acct.check()
 
 
@@ -114,8 +145,9 @@ class _TaskTrainer:
     """Fits the DP task model (logistic regression on the one-hot encoding) on rows of ``codes``."""
 
     def __init__(self, cfg: FairnessAuditConfig, codes: np.ndarray, sizes: list[int], group_j: int, delta: float,
-                 labels: list[str]):
+                 labels: list[str], persons: np.ndarray | None = None, unit: tuple = ()):
         self.cfg, self.codes, self.sizes, self.gj, self.delta, self.labels = cfg, codes, sizes, group_j, delta, labels
+        self.persons, self.unit = persons, unit  # with a privacy unit: each row's person, and the accountant's unit
         self.spent: list[float] = []
         self.last_clip: dict | None = None
 
@@ -130,21 +162,25 @@ class _TaskTrainer:
 
         cfg, fs, k = self.cfg, self.sizes[:-1], self.sizes[-1]
         codes = self.codes[rows]
-        acct = PrivacyAccountant(epsilon=cfg.epsilon, delta=self.delta, accountant=cfg.accountant)
-        q, steps = steps_and_rate(len(rows), batch_size=cfg.batch_size, epochs=cfg.epochs)
+        # per person: the model samples and clips the training persons (dense codes), batch_size persons a step
+        units = None if self.persons is None else np.unique(self.persons[rows], return_inverse=True)[1]
+        public = len(rows) if units is None else int(units.max()) + 1
+        acct = PrivacyAccountant(epsilon=cfg.epsilon, delta=self.delta, accountant=cfg.accountant, **dict(self.unit))
+        q, steps = steps_and_rate(public, batch_size=cfg.batch_size, epochs=cfg.epochs)
         gc = _group_clip(cfg)
         sigma_h, sigma, spent = _calibrated(cfg.epsilon, self.delta, q, steps, cfg.accountant,
-                                            0.0 if gc is None else gc.size_share)
+                                            0.0 if gc is None else gc.size_share, self.unit)
         noise = NoiseSource(secure=cfg.secure_rng, seed=seed)
         n_groups = self.sizes[self.gj]
-        group_sizes = measure_group_sizes(codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise)
+        group_sizes = measure_group_sizes(codes[:, self.gj], n_groups, sigma_h, accountant=acct, noise=noise,
+                                          units=units)
         clipper = group_clipper(gc, n_groups, cfg.max_grad_norm, sizes=group_sizes)
         torch.manual_seed(seed)
         net = train_classifier(
             codes, fs, k, accountant=acct, noise=noise, noise_multiplier=sigma,
             batch_size=cfg.batch_size, epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, lr=cfg.lr,
-            label="fairness.task", public_rows=len(rows),  # an owner-side audit model: its size is the game's
-            groups=None if clipper is None else codes[:, self.gj], group_clip=clipper,
+            label="fairness.task", public_rows=public,  # an owner-side audit model: its size is the game's
+            groups=None if clipper is None else codes[:, self.gj], group_clip=clipper, units=units,
         )
         expected = [(sigma, q, steps)] if sigma_h is None else [(sigma_h, 1.0, 1), (sigma, q, steps)]
         if acct.history() != expected:
@@ -196,16 +232,42 @@ class _DPDSynTrainer:
         return lambda idx: -synth.log_likelihood(self.df.iloc[idx].reset_index(drop=True))
 
 
+class _PersonGame:
+    """The audit game over persons: index p names person p with all their rows. A model trained on persons P is
+    trained on their rows; a person's loss is the sum of their rows' losses (the whole person's membership
+    signal, as a person-level guarantee bounds it)."""
+
+    def __init__(self, trainer, persons: np.ndarray):
+        self.trainer = trainer
+        order = np.argsort(persons, kind="stable")
+        self.rows_of = np.split(order, np.cumsum(np.bincount(persons))[:-1])
+
+    def rows(self, who: np.ndarray) -> np.ndarray:
+        return np.sort(np.concatenate([self.rows_of[p] for p in who])) if len(who) else np.array([], np.int64)
+
+    def __call__(self, who: np.ndarray, seed: int):
+        loss = self.trainer(self.rows(who), seed)
+
+        def person_loss(ps: np.ndarray) -> np.ndarray:
+            parts = [self.rows_of[p] for p in ps]
+            starts = np.cumsum([0] + [len(r) for r in parts[:-1]])
+            return np.add.reduceat(np.asarray(loss(np.concatenate(parts)), dtype=float), starts)
+
+        return person_loss
+
+
 def run_fairness_audit(cfg: FairnessAuditConfig) -> FairnessAuditResult:
     """Audit per-group privacy risk and measure utility and outcome fairness; see the module docstring."""
     import torch
     from sklearn.metrics import roc_auc_score
 
     from dpsyn.encoding import DiscreteEncoder
+    from dpsyn.privacy.unit import PERSON_CODE
+    from dpsyn.synth.group_clip import person_groups
     from dpsyn.validation.utility import positive_label
 
     torch.set_num_threads(cfg.threads)
-    schema, train, test = _load(cfg)
+    schema, train, test, persons = _load(cfg)
     enc = DiscreteEncoder(schema)
     names = [c.name for c in enc.columns]
     if cfg.group not in names:
@@ -215,19 +277,26 @@ def run_fairness_audit(cfg: FairnessAuditConfig) -> FairnessAuditResult:
     labels = [str(x) for x in enc.columns[gj].labels]
     codes, test_codes = enc.encode(train), enc.encode(test)
     n = len(codes)
-    delta = cfg.delta if cfg.delta is not None else 1.0 / (10 * n)
+    # the game's units: rows, or persons (each in the group of their first row, as DP-SGD-S per person counts them)
+    n_units = n if persons is None else int(persons.max()) + 1
+    unit_groups = codes[:, gj] if persons is None else person_groups(codes[:, gj], persons)
+    delta = cfg.delta if cfg.delta is not None else 1.0 / (10 * n_units)
     rng = np.random.default_rng(cfg.seed + 1)
-    order = rng.permutation(n)
-    m = n if cfg.audit_rows is None else min(cfg.audit_rows, n)
+    order = rng.permutation(n_units)
+    m = n_units if cfg.audit_rows is None else min(cfg.audit_rows, n_units)
     audit_rows, fixed_rows = np.sort(order[:m]), np.sort(order[m:])
 
+    unit = tuple(schema.unit_kwargs().items())
     if cfg.model == "task":
-        trainer = _TaskTrainer(cfg, codes, enc.sizes, gj, delta, labels)
-    else:
-        trainer = _DPDSynTrainer(cfg, train, schema, delta)
-    risk, _ = group_privacy_audit(trainer, fixed_rows=fixed_rows, audit_rows=audit_rows,
-                                  groups=codes[audit_rows, gj], labels=labels, column=cfg.group,
-                                  rounds=cfg.rounds, seed=cfg.seed, min_rows=cfg.min_group_rows)
+        trainer = _TaskTrainer(cfg, codes, enc.sizes, gj, delta, labels, persons, unit)
+    else:  # dpdsyn bounds and clips by the schema's unit itself, on the persons the frame carries
+        trainer = _DPDSynTrainer(cfg, train if persons is None else train.assign(**{PERSON_CODE: persons}),
+                                 schema, delta)
+    game = trainer if persons is None else _PersonGame(trainer, persons)
+    risk, _ = group_privacy_audit(game, fixed_rows=fixed_rows, audit_rows=audit_rows,
+                                  groups=unit_groups[audit_rows], labels=labels, column=cfg.group,
+                                  rounds=cfg.rounds, seed=cfg.seed, min_rows=cfg.min_group_rows,
+                                  unit="row" if persons is None else f"person ({schema.privacy_unit.column})")
 
     # utility and outcome fairness of one model trained on all training rows
     target = enc.columns[-1]

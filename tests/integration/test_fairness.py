@@ -58,20 +58,65 @@ def test_cli_bad_group_says_which_columns_exist(adult_sample_path):
     assert "favourite_colour" in res.output and "race" in res.output
 
 
-def test_a_person_level_schema_is_refused_with_the_way_to_audit_per_row(tmp_path):
-    """The audit's models are accounted per row: a schema with a privacy unit is refused before any read (exit 2),
-    and the message's way out, a file that extends it with ``privacy_unit: null``, is accepted."""
-    data = tmp_path / "d.csv"
-    data.write_text("x\n")  # never read: refused on the schema
-    res = CliRunner().invoke(app, ["audit", "fairness", "--data", str(data), "--schema", "diabetes130_patients",
-                                   "--group", "gender", "--rounds", "2", "--rows", "100"])
-    assert res.exit_code == 2 and "declares a person-level privacy unit" in res.output, res.output
-    assert "extends: diabetes130_patients" in res.output and "privacy_unit: null" in res.output
-    per_row = tmp_path / "rows.yaml"
-    per_row.write_text("extends: diabetes130_patients\nname: d130_rows\nprivacy_unit: null\n")
-    from dpsyn.schema import load_schema
+@pytest.fixture(scope="module")
+def d130_sample(tmp_path_factory):
+    """The shipped diabetes130 sample (9,000 encounters, patient_nbr repeating) as a plain CSV."""
+    import gzip
+    import shutil
+    from pathlib import Path
 
-    assert load_schema(per_row).privacy_unit is None
+    out = tmp_path_factory.mktemp("d130") / "d130.csv"
+    src = Path(__file__).resolve().parents[2] / "dpsyn" / "data" / "diabetes130_sample.csv.gz"
+    with gzip.open(src, "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return out
+
+
+def test_a_person_level_schema_is_audited_per_person(d130_sample, monkeypatch):
+    """With a privacy unit the audit's game is over persons: every model is trained on whole persons (at most
+    k = 3 rows each, the run's bound), samples and clips persons (per-person DP-SGD-S, its steps and group-size
+    histogram recorded per person) and the report counts persons."""
+    import numpy as np
+    import pandas as pd
+
+    from dpsyn.audit import fairness_audit
+    from dpsyn.synth import classifier
+    from dpsyn.synth.dpsgd import steps_and_rate
+    from dpsyn.synth.group_clip import SIZES_LABEL
+
+    seen = []
+    real_train = classifier.train_classifier
+
+    def spy(codes, *a, units=None, accountant=None, **kw):
+        seen.append((np.asarray(codes), None if units is None else np.asarray(units), kw["public_rows"]))
+        net = real_train(codes, *a, units=units, accountant=accountant, **kw)
+        seen[-1] += ({**accountant.state_dict(), **accountant.summary()},)
+        return net
+
+    monkeypatch.setattr(classifier, "train_classifier", spy)
+    cfg = FairnessAuditConfig(data=d130_sample, table_schema="diabetes130_patients", group="gender", rounds=2,
+                              rows=200, epochs=2, batch_size=32, epsilon=3.0, accountant="rdp",
+                              method="dpsgd-s", group_clip={"size_share": 0.1})
+    res = fairness_audit.run_fairness_audit(cfg)
+    assert res.risk.unit == "person (patient_nbr)" and res.risk.audit_rows == 200
+    assert sum(g.rows for g in res.risk.groups) == 200 and "audit persons" in res.risk.to_markdown()
+    assert res.delta == pytest.approx(1 / 2000) and 0 < res.epsilon_spent_max <= 3.0
+    assert len(seen) == 5  # 2 rounds × 2 models, then the utility model on every training person
+    raw = pd.read_csv(d130_sample, usecols=["patient_nbr"])
+    assert raw["patient_nbr"].duplicated().any()  # the sample has persons with several rows
+    for codes, units, public, summary in seen:
+        assert units is not None and len(units) == len(codes)
+        assert public == len(np.unique(units)) == units.max() + 1  # sampled from the persons, dense codes
+        assert np.bincount(units).max() <= 3  # the unit's bound
+        assert summary["neighbouring"].startswith("add/remove one person (patient_nbr)")
+        # recorded per person as run (σ, q of the persons' Poisson sample), not converted by group privacy
+        # (σ/k, 1 − (1 − q)^k), as the row-level path would be charged under this unit
+        ledger = {m["label"]: m for m in summary["ledger"]}
+        assert set(ledger) == {"fairness.task", SIZES_LABEL}
+        assert ledger["fairness.task"]["sample_rate"] == pytest.approx(steps_and_rate(public, batch_size=32,
+                                                                                      epochs=2)[0])
+    assert seen[-1][2] == 200  # the utility model: all 200 training persons
+    assert max(s[2] for s in seen[:-1]) < 200  # each game model: the fixed persons plus about half the audited
 
 
 def test_dpdsyn_is_audited_by_its_log_likelihood(adult_sample_path):

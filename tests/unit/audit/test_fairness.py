@@ -99,3 +99,20 @@ def test_bar_chart_is_written(tmp_path):
                                  groups=np.arange(40) % 2, labels=["a", "b"], column="g", rounds=2)
     plot_group_risk({"DP-SGD": rep, "DP-SGD-S": rep}, tmp_path / "gpr.png")
     assert (tmp_path / "gpr.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_person_game_trains_on_whole_persons_and_sums_their_losses():
+    from dpsyn.audit.fairness_audit import _PersonGame
+
+    persons = np.array([2, 0, 1, 2, 0, 2])  # person 2 has rows 0, 3, 5
+    calls = []
+
+    def trainer(rows, seed):
+        calls.append(rows)
+        return lambda idx: np.asarray(idx, dtype=float) * 10  # a row's loss: ten times its index
+
+    game = _PersonGame(trainer, persons)
+    loss = game(np.array([2, 1]), seed=0)
+    assert calls[-1].tolist() == [0, 2, 3, 5]  # all rows of persons 1 and 2
+    assert loss(np.array([0, 2, 1])).tolist() == [(1 + 4) * 10, (0 + 3 + 5) * 10, 2 * 10]
+
