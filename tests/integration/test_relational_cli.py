@@ -80,9 +80,14 @@ def test_dataset_run_publishes_every_table_and_charges_the_budget(tmp_path):
 
 
 def test_a_gate_that_cannot_judge_publishes_nothing_and_charges_what_was_spent(tmp_path):
+    """The 45 sample patients' aggregate checks are uninformative at ε = 20. The noise is seeded: with CSPRNG
+    noise the one check judged on the synthetic table alone (target:signal) failed on one draw of a full test run
+    (2026-12-07), and the run then stopped as failed, not as unable to judge."""
     out = tmp_path / "release"
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("privacy: {secure_rng: false, noise_seed: 0}\n")
     r = _cli("run", "--dataset", "synthea", "--data", str(DATA), "--out", str(out), "--epsilon", "20",
-             home=tmp_path / "home")
+             "--config", str(cfg), home=tmp_path / "home")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "cannot judge this dataset" in r.stderr and "nothing was published" in r.stderr
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
