@@ -119,6 +119,29 @@ def test_a_person_level_schema_is_audited_per_person(d130_sample, monkeypatch):
     assert max(s[2] for s in seen[:-1]) < 200  # each game model: the fixed persons plus about half the audited
 
 
+def test_dpdsyn_is_audited_per_person_under_the_schemas_unit(d130_sample, monkeypatch):
+    """dpdsyn bounds and clips by the schema's unit itself, on the person codes the audit's frame carries."""
+    from dpsyn.audit import fairness_audit
+
+    fitted = []
+    original = fairness_audit._DPDSynTrainer.fit
+
+    def fit(self, rows, seed):
+        synth = original(self, rows, seed)
+        fitted.append((synth.training_["clipping_unit"], synth.privacy_["neighbouring"]))
+        return synth
+
+    monkeypatch.setattr(fairness_audit._DPDSynTrainer, "fit", fit)
+    cfg = FairnessAuditConfig(data=d130_sample, table_schema="diabetes130_patients", group="gender", model="dpdsyn",
+                              rounds=2, rows=150, epsilon=5.0, accountant="rdp",
+                              synthesizer_config={"epochs": 1, "task_epochs": 1, "marginal_share": 0.0,
+                                                  "batch_size": 64, "task_batch_size": 64})
+    res = fairness_audit.run_fairness_audit(cfg)
+    assert res.risk.unit == "person (patient_nbr)" and sum(g.rows for g in res.risk.groups) == 150
+    assert len(fitted) == 5 and all(u == "person" and rel.startswith("add/remove one person") for u, rel in fitted)
+    assert res.epsilon_spent_max <= 5.0
+
+
 def test_dpdsyn_is_audited_by_its_log_likelihood(adult_sample_path):
     cfg = FairnessAuditConfig(data=adult_sample_path, table_schema="adult", group="race", model="dpdsyn",
                               method="dpsgd-s", epsilon=5.0, rounds=2, rows=200, accountant="rdp",
