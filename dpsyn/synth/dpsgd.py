@@ -47,7 +47,13 @@ persons (one count each): the same one subsampled Gaussian mechanism of multipli
 
 With ``ema_decay`` the returned weights are an exponential moving average of
 the iterates (De et al. 2022): post-processing of the noisy updates, so it
-costs no budget, and it averages out part of the noise of the last steps.
+costs no budget, and it averages out part of the noise of the last steps. The
+average is bias-corrected (started at zero and divided by 1 − β^T, as Adam's
+moments are): the weights are Σ_t β^(T−t) θ_t / Σ_t β^(T−t) over the T
+iterates, with no weight left on the random initialisation. Started at the
+initial weights instead, a short run kept β^T of them (74 % after 30 steps at
+β = 0.99, a table of 3,000 rows in batches of 1,024 for 10 epochs), and the
+task model's labels came out close to its random start (docs/synthesis.md).
 
 σ must have been calibrated on the run's accountant *before* calling this.
 """
@@ -216,7 +222,7 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
     grad_sigma, sigma_b = noise_multiplier, None
     if group_clip is not None:
         grad_sigma, sigma_b = split_noise(noise_multiplier, group_clip.config.count_share)
-    ema = [p.detach().clone() for p in params] if ema_decay else None
+    ema = [torch.zeros_like(p) for p in params] if ema_decay else None  # bias-corrected at the end
     taken = 0  # steps whose batch was drawn: each is charged, whether or not it crashed later
     model.train()
     try:
@@ -262,10 +268,7 @@ def _train_bookkeeping(model: nn.Module, bk: BookKeeping, *, data, loss_fn, acco
         _charge(accountant, label, noise_multiplier, sample_rate, taken, person_level=persons is not None)
     for p in params:
         p.grad = None
-    if ema is not None:
-        with torch.no_grad():
-            for p, e in zip(params, ema, strict=True):
-                p.copy_(e)
+    _load_ema(params, ema, ema_decay, steps)
     return model
 
 
@@ -301,7 +304,7 @@ def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_m
         # the accountant's hook reads optimizer.noise_multiplier (σ); the gradient gets σ_g ≥ σ, the counts σ_b
         optimizer._grad_noise_multiplier = split_noise(noise_multiplier, group_clip.config.count_share)[0]
     params = [p for p in model.parameters() if p.requires_grad]
-    ema = [p.detach().clone() for p in params] if ema_decay else None
+    ema = [torch.zeros_like(p) for p in params] if ema_decay else None  # bias-corrected at the end
     dp_model.train()
     with warnings.catch_warnings():
         # Opacus' ghost clipping backward on inputs without grad: harmless, once per step
@@ -312,10 +315,7 @@ def _train_opacus(model: nn.Module, *, data, loss_fn, accountant, noise, noise_m
                    group_clip=group_clip, params=params, ema=ema, ema_decay=ema_decay)
         finally:
             trained = _strip_opacus(dp_model, model, own_attributes)
-    if ema is not None:
-        with torch.no_grad():
-            for p, e in zip(params, ema, strict=True):
-                p.copy_(e)
+    _load_ema(params, ema, ema_decay, steps)
     return trained
 
 
@@ -387,6 +387,16 @@ def _strip_opacus(dp_model: nn.Module, model: nn.Module, own_attributes: dict[in
         for key in list(vars(p)):
             delattr(p, key)
     return model
+
+
+def _load_ema(params, ema, ema_decay: float, steps: int) -> None:
+    """Set the weights to the bias-corrected EMA of the ``steps`` iterates (nothing without an EMA or a step)."""
+    if ema is None or steps < 1:
+        return
+    scale = 1.0 / (1.0 - ema_decay ** steps)
+    with torch.no_grad():
+        for p, e in zip(params, ema, strict=True):
+            p.copy_(e * scale)
 
 
 def _end_step(ema, params, ema_decay: float, label: str, step: int, steps: int) -> None:

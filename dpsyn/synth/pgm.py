@@ -124,11 +124,20 @@ class PGMConfig(BaseModel):
                                   "off. Experimental: docs/synthesis.md has the probe that keeps it off.")
 
 
-def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, feature_codes: int) -> bool:
+def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, feature_codes: int,
+                   columns: int | None = None, max_pairs_factor: float = 3.0) -> bool:
     """The public rule: a DP-SGD task model is worth its budget once ε·n̂ ≥ :data:`TASK_MIN_EPS_ROWS` and
     ε·n̂ / ``feature_codes`` (its inputs: the features' one-hot width) ≥ :data:`TASK_MIN_EPS_ROWS_PER_CODE`; with
-    fewer rows per weight DP-SGD's noise swamps the weights, and the backbone's own p(y | x) does better."""
+    fewer rows per weight DP-SGD's noise swamps the weights, and the backbone's own p(y | x) does better.
+
+    Never when the backbone can measure every pair of the table's ``columns`` (d(d − 1)/2 ≤ ``max_pairs_factor``
+    · (d − 1), d ≤ 6 at the default): its pairwise model then holds every feature × target pair, so its own
+    p(y | x) already is a logistic regression on all features (with their interactions through the other pairs),
+    and a task model of that same family would only halve the backbone's budget (nwtco, 6 columns, in
+    docs/synthesis.md)."""
     eps_rows = epsilon * public_rows
+    if columns is not None and columns * (columns - 1) / 2 <= max_pairs_factor * max(columns - 1, 1):
+        return False
     return has_target and eps_rows >= TASK_MIN_EPS_ROWS and eps_rows >= TASK_MIN_EPS_ROWS_PER_CODE * feature_codes
 
 
@@ -399,7 +408,7 @@ class PGM(Synthesizer):
         w1 = [wj * k ** a for wj, k in zip(w, sizes, strict=True)]  # the one-way release's weights
         task = cfg.task == "on" or (cfg.task == "auto" and use_task_model(
             epsilon=accountant.target_epsilon / accountant.rows_per_unit, public_rows=n, has_target=schema.target is not None,
-            feature_codes=sum(sizes[:-1])))
+            feature_codes=sum(sizes[:-1]), columns=d, max_pairs_factor=cfg.max_pairs_factor))
         if task and schema.target is None:
             raise ConfigError(f"pgm task 'on' needs a target column; schema '{schema.name}' declares none")
 

@@ -141,6 +141,28 @@ def test_ema_is_the_same_on_both_paths():
     assert any(not torch.allclose(x, z) for x, z in zip(a.parameters(), last.parameters(), strict=True))
 
 
+@pytest.mark.parametrize("clipping", ["bookkeeping", "ghost"])
+def test_ema_is_bias_corrected_so_no_weight_stays_on_the_initialisation(clipping, monkeypatch):
+    """The returned weights are Σ_t β^(T−t) θ_t / Σ_t β^(T−t) over the T iterates θ_1..θ_T: an EMA started at the
+    initial weights kept β^T of them (98 % after these two steps at β = 0.99; 74 % after a 30-step task model)."""
+    iterates = []
+    original = torch.optim.Adam.step
+
+    def step(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        iterates.append([p.detach().clone() for g in self.param_groups for p in g["params"]])
+        return out
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    beta = 0.99
+    trained = _train(clipping, sigma=0.5, ema=beta, batch=N // 2)[0]  # two steps
+    assert len(iterates) == 2
+    w = [beta, 1.0]  # β^(T−t) for t = 1, 2
+    for i, p in enumerate(trained.parameters()):
+        expected = (w[0] * iterates[0][i] + w[1] * iterates[1][i]) / sum(w)
+        torch.testing.assert_close(p.detach(), expected, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("accountant", ["prv", "rdp"])
 def test_accounting_is_identical_on_both_paths_empty_batches_included(adam_grads, accountant):
     n, batch, epochs, sigma = 60, 2, 2, 1.2  # q = 1/30: about 13% of the steps draw nobody

@@ -86,6 +86,12 @@ def test_labels_follow_the_task_model_and_the_rule_is_public():
     assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False, feature_codes=171)
     # many inputs per row (diabetes130: 4,243 feature codes for 57,214 rows): the backbone's p(y | x) instead
     assert not use_task_model(epsilon=3.0, public_rows=57_000, has_target=True, feature_codes=4243)
+    # a table whose every pair the backbone measures (6 columns: 15 pairs ≤ 3 · 5): its p(y | x) is the star's
+    assert use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19)
+    assert not use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=6)
+    assert use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=7)
+    assert not use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=7,
+                              max_pairs_factor=4.0)
 
 
 def test_match_prior_sets_the_base_rate_and_keeps_the_ranking():
