@@ -61,6 +61,8 @@ TASK_LABEL = "pgm.task"
 TASK_MIN_EPS_ROWS = 3000.0
 #: ... and when ε·n̂ per input of the task model (the features' one-hot codes, from the schema) reaches this.
 TASK_MIN_EPS_ROWS_PER_CODE = 100.0
+#: The backbone measures at most this × (d − 1) pairs (PGMConfig.max_pairs_factor's default).
+MAX_PAIRS_FACTOR = 3.0
 
 
 class PGMConfig(BaseModel):
@@ -73,7 +75,7 @@ class PGMConfig(BaseModel):
     compress_threshold: float | None = Field(default=None, ge=0, description="Codes whose noisy one-way count is "
                                              "below this many noise stds share one cell; None: by backbone_split.")
     max_cells: int = Field(default=300_000, ge=1000, description="Cap on the junction tree's cells.")
-    max_pairs_factor: float = Field(default=3.0, ge=1.0, description="At most this × (d − 1) pairs are measured.")
+    max_pairs_factor: float = Field(default=MAX_PAIRS_FACTOR, ge=1.0, description="At most this × (d − 1) pairs are measured.")
     target_pairs: bool = Field(default=True, description="Without a task model, measure every feature × target "
                                "pair (naive Bayes' structure, the backbone's own p(y | x)) besides the selected.")
     structure: Literal["auto", "select", "star", "independent"] = Field(
@@ -125,7 +127,7 @@ class PGMConfig(BaseModel):
 
 
 def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, feature_codes: int,
-                   columns: int | None = None, max_pairs_factor: float = 3.0) -> bool:
+                   columns: int, max_pairs_factor: float = MAX_PAIRS_FACTOR) -> bool:
     """The public rule: a DP-SGD task model is worth its budget once ε·n̂ ≥ :data:`TASK_MIN_EPS_ROWS` and
     ε·n̂ / ``feature_codes`` (its inputs: the features' one-hot width) ≥ :data:`TASK_MIN_EPS_ROWS_PER_CODE`; with
     fewer rows per weight DP-SGD's noise swamps the weights, and the backbone's own p(y | x) does better.
@@ -136,7 +138,7 @@ def use_task_model(*, epsilon: float, public_rows: int, has_target: bool, featur
     and a task model of that same family would only halve the backbone's budget (nwtco, 6 columns, in
     docs/synthesis.md)."""
     eps_rows = epsilon * public_rows
-    if columns is not None and columns * (columns - 1) / 2 <= max_pairs_factor * max(columns - 1, 1):
+    if columns * (columns - 1) / 2 <= max_pairs_factor * max(columns - 1, 1):
         return False
     return has_target and eps_rows >= TASK_MIN_EPS_ROWS and eps_rows >= TASK_MIN_EPS_ROWS_PER_CODE * feature_codes
 

@@ -81,13 +81,12 @@ def test_sample_keeps_the_upper_tail_and_the_resolution(table):
 
 
 def test_labels_follow_the_task_model_and_the_rule_is_public():
-    assert use_task_model(epsilon=1.0, public_rows=32_000, has_target=True, feature_codes=171)  # adult
-    assert not use_task_model(epsilon=1.0, public_rows=700, has_target=True, feature_codes=50)
-    assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False, feature_codes=171)
+    assert use_task_model(epsilon=1.0, public_rows=32_000, has_target=True, feature_codes=171, columns=15)  # adult
+    assert not use_task_model(epsilon=1.0, public_rows=700, has_target=True, feature_codes=50, columns=12)
+    assert not use_task_model(epsilon=3.0, public_rows=32_000, has_target=False, feature_codes=171, columns=15)
     # many inputs per row (diabetes130: 4,243 feature codes for 57,214 rows): the backbone's p(y | x) instead
-    assert not use_task_model(epsilon=3.0, public_rows=57_000, has_target=True, feature_codes=4243)
+    assert not use_task_model(epsilon=3.0, public_rows=57_000, has_target=True, feature_codes=4243, columns=48)
     # a table whose every pair the backbone measures (6 columns: 15 pairs ≤ 3 · 5): its p(y | x) is the star's
-    assert use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19)
     assert not use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=6)
     assert use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=7)
     assert not use_task_model(epsilon=3.0, public_rows=2_819, has_target=True, feature_codes=19, columns=7,
