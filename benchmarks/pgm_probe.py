@@ -6,6 +6,9 @@ count of empty numeric bins (``suite.evaluate``, the same metrics as the suite's
 
     python benchmarks/pgm_probe.py '{"off": {}, "density_sure": {"smoothing": null}}' breast_cancer:1 titanic:1
 
+A configuration's ``"_method"`` names another synthesizer (``"independent"`` or ``"naive_bayes"``, the suite's
+trivial baselines, or a dpsyn synthesizer's name) to probe beside pgm on the same seeds.
+
 docs/synthesis.md ("pgm smoothing") records what it printed.
 """
 
@@ -32,13 +35,20 @@ def probe(name: str, eps: float, cfg: dict, seeds=(0, 1, 2)) -> list[float]:
 
     schema, train, test = suite.load(name)
     rows = []
+    cfg = dict(cfg)
+    method = cfg.pop("_method", "pgm")
     for seed in seeds:
-        s = create("pgm", cfg, privacy={"epsilon": eps, "delta": suite.DELTA, "secure_rng": False,
-                                        "noise_seed": seed})
+        privacy = {"epsilon": eps, "delta": suite.DELTA, "secure_rng": False, "noise_seed": seed}
+        if method in ("independent", "naive_bayes"):
+            import baselines
+
+            s = (baselines.Independent if method == "independent" else baselines.NaiveBayes)(None, privacy=privacy)
+        else:
+            s = create(method, cfg, privacy=privacy)
         s.fit(train, schema)
         m = suite.evaluate(name, schema, train, test, s.sample(len(train), random_state=seed))
         rows.append((m["tvd1"], m["tvd2"], m["tstr"]["gbm"]["roc_auc"], m["tstr"]["logreg"]["roc_auc"], m["n_empty_bins"],
-                     s.training_["iters_run"]))
+                     getattr(s, "training_", {}).get("iters_run", 0)))
     return np.array(rows).mean(axis=0).round(3).tolist()
 
 

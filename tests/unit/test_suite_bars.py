@@ -44,3 +44,16 @@ def test_at_small_epsilon_only_the_independent_baseline_is_the_bar(tmp_path, mon
     _write(tmp_path, 0.3, [_row("pgm", 0.6, 0.6, 0.32, seed=0), _row("pgm", 0.6, 0.6, 0.32, seed=1),
                            _row("independent", 0.5, 0.5, 0.31)])
     assert suite_bars.bars(0.3)[0]["fails"] == ["TVD > independent"]
+
+
+def test_a_loss_states_its_gap_and_standard_error_and_seeds_can_be_restricted(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_bars, "RESULTS", tmp_path)
+    rows = [_row("pgm", g, 0.9, 0.1, seed=s) for s, g in enumerate((0.70, 0.74, 0.72, 0.90))]
+    rows += [_row(x, 0.75, 0.5, 0.3, seed=s) for x in ("independent", "naive_bayes", "mst") for s in range(4)]
+    _write(tmp_path, 1.0, rows)
+    b = suite_bars.bars(1.0, seeds={0, 1, 2})[0]
+    assert b["fails"] == ["gbm < independent", "gbm < naive_bayes", "gbm < mst"]
+    gap, se = b["gaps"]["gbm < naive_bayes"]
+    assert abs(gap - (0.72 - 0.75)) < 1e-9 and abs(se - 0.02 / 3 ** 0.5) < 1e-9  # pgm's std 0.02 over 3 seeds
+    assert suite_bars.bars(1.0)[0]["fails"] == []  # the fourth seed lifts pgm's mean to 0.765
+    assert "seeds 0-2" in suite_bars.markdown() and "FAIL: gbm < independent" in suite_bars.markdown()
