@@ -1,7 +1,7 @@
-"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on ten tables.
+"""The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on eleven tables.
 
     python benchmarks/suite.py --datasets adult diabetes130 titanic nltcs breast_cancer synthea flchain pbc \
-        pneumon nwtco --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
+        pneumon nwtco ofp --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
 
 writes one table per ε (``<out>_eps<ε>.md`` and ``.json``; rows already in the .json are kept, so a stopped run
 resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
@@ -17,7 +17,9 @@ resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fix
   measures, eight lab values with upper tails up to 100 times their reference limit, many missing; death, same
   source), pneumon (R KMsurv's infant pneumonia data from the NLSY79, n = 3,470, the mother's and pregnancy's
   attributes; hospitalisation for pneumonia, a rare outcome), nwtco (R survival's National Wilms Tumor Studies,
-  n = 4,028, local and central histology, stage, age; relapse): 70/30 split with seed 0.
+  n = 4,028, local and central histology, stage, age; relapse), ofp (R Ecdat's NMES 1987-88 Medicare
+  beneficiaries aged 66+, n = 4,406, long-tailed visit counts, chronic conditions, income; a hospital stay in the
+  year, 19 %): 70/30 split with seed 0.
 
 Methods: dpsyn's synthesizers (``pgm`` is the default choice, dpsyn.synth.choose_synthesizer), ``pgm_tier``
 (pgm with the schema's tiers as field weights), the trivial DP baselines ``independent`` and ``naive_bayes``
@@ -55,7 +57,7 @@ BASELINES = ("independent", "naive_bayes")
 PEERS = ("mst", "aim")
 ALL_METHODS = DPSYN + BASELINES + PEERS + ("dpsgd_lr", "real")
 POSITIVE = {"adult": ">50K", "diabetes130": "<30", "titanic": "1", "nltcs": "1", "breast_cancer": "malignant",
-            "synthea": "1", "flchain": "1", "pbc": "1", "pneumon": "1", "nwtco": "1"}
+            "synthea": "1", "flchain": "1", "pbc": "1", "pneumon": "1", "nwtco": "1", "ofp": "1"}
 #: dpgen/dpdsyn settings in the suite: their defaults, fewer epochs on tables above 20k rows (a 3 h grid on 2
 #: cores otherwise); stated in the tables.
 DPSGD_CONFIG = {"large": {"epochs": 5, "task_epochs": 5}, "small": {}}
@@ -143,7 +145,17 @@ def _nwtco_frame() -> pd.DataFrame:
     return _rdataset_frame("nwtco", ["seqno", "edrel", "in.subcohort"])
 
 
-RDATASET_FRAMES = {"flchain": _flchain_frame, "pbc": _pbc_frame, "pneumon": _pneumon_frame, "nwtco": _nwtco_frame}
+def _ofp_frame() -> pd.DataFrame:
+    """OFP (Ecdat): use of care, health and demographics of Medicare beneficiaries aged 66+, and
+    ``hospitalized`` (at least one hospital stay in the year) as the target; hosp (the number of stays) is
+    dropped."""
+    return _rdataset_frame("OFP", ["hosp"], package="Ecdat",
+                           derive=lambda raw: raw.assign(hospitalized=(pd.to_numeric(raw["hosp"]) > 0)
+                                                         .astype(int).astype(str)))
+
+
+RDATASET_FRAMES = {"flchain": _flchain_frame, "pbc": _pbc_frame, "pneumon": _pneumon_frame, "nwtco": _nwtco_frame,
+                   "ofp": _ofp_frame}
 
 
 def load(name: str):

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from dpsyn.errors import SchemaError
+from dpsyn.errors import ConfigError, SchemaError
 from dpsyn.schema import Column, ColumnKind, TableSchema
 
-__all__ = ["DiscreteEncoder", "EncodedColumn"]
+__all__ = ["DiscreteEncoder", "EncodedColumn", "within_bin_positions"]
 
 _EPOCH = pd.Timestamp("1970-01-01")
 
@@ -105,8 +106,17 @@ class DiscreteEncoder:
             out[:, j] = codes
         return out
 
-    def decode(self, codes: np.ndarray, *, rng: np.random.Generator) -> pd.DataFrame:
-        """Values for codes: categories by label, numbers drawn uniformly inside their public bin."""
+    def decode(self, codes: np.ndarray, *, rng: np.random.Generator,
+               within_bin: Literal["uniform", "shaped"] = "uniform") -> pd.DataFrame:
+        """Values for codes: categories by label, numbers drawn inside their public bin.
+
+        ``within_bin``: where in its bin a number lands. ``"uniform"`` (default): uniformly. ``"shaped"``: from a
+        density that follows the bins' own trend (:func:`within_bin_positions`, read from the bin counts of
+        ``codes`` themselves: post-processing), so a wide tail bin such as visits in [40, 365) decays from its
+        denser neighbour instead of filling up to the public bound. Both consume the same random draws, so the same
+        generator state decodes the same codes into the same bins either way."""
+        if within_bin not in ("uniform", "shaped"):
+            raise ConfigError(f"within_bin must be 'uniform' or 'shaped', not {within_bin!r}")
         data = {}
         for j, c in enumerate(self.columns):
             k = codes[:, j]
@@ -120,14 +130,17 @@ class DiscreteEncoder:
             kk = np.where(na, 0, k)
             lo, hi = edges[kk], edges[kk + 1]
             last = kk == len(edges) - 2
-            if c.decimals is not None:  # a value on the grid of 10^-decimals inside the bin, uniformly
+            t = rng.random(len(k))  # the position inside the bin, in [0, 1)
+            if within_bin == "shaped":
+                t = within_bin_positions(t, kk[~na] if na.any() else kk, kk, edges)
+            if c.decimals is not None:  # a value on the grid of 10^-decimals inside the bin
                 scale = 10.0 ** c.decimals
                 ilo = np.ceil(np.round(lo * scale, 6))
                 ihi = np.where(last, np.floor(np.round(hi * scale, 6)) + 1, np.ceil(np.round(hi * scale, 6)))
                 ihi = np.maximum(ihi, ilo + 1)  # exclusive upper end
-                x = np.floor(ilo + rng.random(len(k)) * (ihi - ilo)) / scale
+                x = np.floor(ilo + t * (ihi - ilo)) / scale
             else:
-                x = lo + rng.random(len(k)) * (hi - lo)
+                x = lo + t * (hi - lo)
             x = np.clip(x, c.bounds[0], c.bounds[1])  # unit bins of integers end at hi + 1
             x = np.where(na, np.nan, x)
             if c.kind == ColumnKind.datetime:
@@ -137,6 +150,49 @@ class DiscreteEncoder:
             else:
                 data[c.name] = x.astype("float64")
         return pd.DataFrame(data)
+
+
+def _decay_rate(r: float) -> float:
+    """s > 0 with (1 − e^(−s))/s = r for 0 < r < 1: the rate of the truncated exponential on [0, 1) whose mean
+    density is r times its density at 0 (bisection; the left side falls from 1 to 0 as s grows)."""
+    lo, hi = 0.0, 1.0
+    while (1 - math.exp(-hi)) / hi > r:
+        hi *= 2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if (1 - math.exp(-mid)) / mid > r:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def within_bin_positions(u: np.ndarray, counted: np.ndarray, bins: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Positions in [0, 1) inside each row's bin (``bins``) for uniform draws ``u``, from a density that follows
+    the bins' trend: post-processing of ``counted`` (the bin codes whose counts set the shape) and the public
+    ``edges``.
+
+    A bin's density is its count over its width; the density at each inner edge is the mean of the two bins'
+    densities (a bin at either end of the range keeps its own density at its outer edge). Inside a bin the density
+    is a truncated exponential that starts at the value of its denser edge and holds the bin's count: the rate s
+    solves (1 − e^(−s))/s = density / edge density. A bin at least as dense as both its edges (a mode, a flat
+    run) stays uniform. So a wide last bin after a falling run ([40, 365) visits after [20, 40)) holds its values
+    near its lower edge, as the run it continues, rather than spread up to the public bound."""
+    nb = len(edges) - 1
+    width = np.diff(np.asarray(edges, dtype=np.float64))
+    dens = np.bincount(counted, minlength=nb)[:nb] / np.where(width > 0, width, 1.0)
+    left = np.r_[dens[0], 0.5 * (dens[:-1] + dens[1:])]
+    right = np.r_[0.5 * (dens[:-1] + dens[1:]), dens[-1]]
+    out = np.array(u, dtype=np.float64)
+    for b in np.unique(bins):
+        edge = max(left[b], right[b])
+        if dens[b] <= 0 or edge <= dens[b] * (1 + 1e-9):
+            continue
+        s = _decay_rate(dens[b] / edge)
+        rows = bins == b
+        t = -np.log1p(-u[rows] * -np.expm1(-s)) / s  # inverse cdf of e^(−s·t) on [0, 1)
+        out[rows] = np.clip(t if left[b] >= right[b] else 1.0 - t, 0.0, np.nextafter(1.0, 0.0))
+    return out
 
 
 def _to_float(s: pd.Series, kind: ColumnKind) -> np.ndarray:

@@ -147,7 +147,7 @@ def sample(config: SynthesizeConfig, ctx: RunContext) -> int:
 
     def draw(rows: int, seed) -> pd.DataFrame:
         """Sample, then redraw the rows that break a hard rule from those that do not (post-processing)."""
-        df = synth.sample(rows, random_state=seed)
+        df = synth.sample(rows, random_state=seed, within_bin=config.within_bin)
         df, replaced = enforce_hard_rules(df, rules, schema, np.random.default_rng(seed))
         if replaced:
             logger.info("sample: %d synthetic rows broke a hard rule and were redrawn from compliant rows", replaced)

@@ -116,15 +116,17 @@ class Synthesizer(ABC):
         self.privacy_ = accountant.summary()
         return self
 
-    def sample(self, n: int, *, random_state: int | np.random.Generator | None = None) -> pd.DataFrame:
-        """``n`` synthetic rows with the schema's output columns (post-processing: no privacy cost)."""
+    def sample(self, n: int, *, random_state: int | np.random.Generator | None = None,
+               within_bin: str = "uniform") -> pd.DataFrame:
+        """``n`` synthetic rows with the schema's output columns (post-processing: no privacy cost).
+        ``within_bin``: where a number lands inside its public bin (``DiscreteEncoder.decode``)."""
         if not hasattr(self, "encoder_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(df, schema) first")
         if n < 0:
             raise ConfigError("n must be ≥ 0")
         rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
         codes = self._sample_codes(n, rng=rng)
-        out = self.encoder_.decode(codes, rng=rng)
+        out = self.encoder_.decode(codes, rng=rng, within_bin=within_bin)
         return self._finish(out, rng=rng)
 
     def _bounded(self, df: pd.DataFrame, schema: TableSchema,
