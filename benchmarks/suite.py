@@ -4,7 +4,9 @@
         pneumon nwtco ofp --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
 
 writes one table per ε (``<out>_eps<ε>.md`` and ``.json``; rows already in the .json are kept, so a stopped run
-resumes). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
+resumes). ``--within-bin shaped`` decodes every method's numbers with the shaped within-bin decode
+(``DiscreteEncoder.decode``; MST through ``run_peer.py``); its rows go to an ``--out`` of their own
+(benchmarks/results/suite_shaped). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
 
 * adult: adult.data / adult.test; income >50K.
 * diabetes130: flattened to one row per patient (the first encounter, lowest encounter_id, as Strack et al.
@@ -221,7 +223,7 @@ def _make(method: str, eps: float, seed: int, n_rows: int):
     return create(method, cfg, privacy=privacy)
 
 
-def _fit_child(method, schema, train, eps, seed, path, conn):
+def _fit_child(method, schema, train, eps, seed, path, conn, within_bin="uniform"):
     import torch
 
     torch.set_num_threads(2)
@@ -229,12 +231,12 @@ def _fit_child(method, schema, train, eps, seed, path, conn):
     t0 = time.time()
     synth.fit(train, schema)
     fit_s = time.time() - t0
-    synth.sample(len(train), random_state=seed).to_parquet(path)
+    synth.sample(len(train), random_state=seed, within_bin=within_bin).to_parquet(path)
     conn.send((fit_s, synth.privacy_["epsilon_spent"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                getattr(synth, "training_", {}).get("pairs") if method.startswith("pgm") else None))
 
 
-def run_synth(method, schema, train, eps, seed):
+def run_synth(method, schema, train, eps, seed, within_bin="uniform"):
     """Fit and sample in a fresh process, so each row's peak memory is its own."""
     import multiprocessing as mp
 
@@ -242,7 +244,7 @@ def run_synth(method, schema, train, eps, seed):
     parent, child = ctx.Pipe(duplex=False)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "synth.parquet"
-        p = ctx.Process(target=_fit_child, args=(method, schema, train, eps, seed, path, child))
+        p = ctx.Process(target=_fit_child, args=(method, schema, train, eps, seed, path, child, within_bin))
         p.start()
         p.join()
         if p.exitcode != 0:
@@ -251,7 +253,7 @@ def run_synth(method, schema, train, eps, seed):
         return pd.read_parquet(path), fit_s, spent, rss_kb, {"pairs": len(pairs)} if pairs else {}
 
 
-def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None):
+def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None, within_bin="uniform"):
     """MST / AIM (smartnoise-synth) on the public encoding's codes, in benchmarks/.envs/snsynth."""
     from dpsyn.encoding import DiscreteEncoder
 
@@ -265,7 +267,7 @@ def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None):
         rounds = aim_rounds or 2 * len(enc.names)
         cmd = [str(py), str(REPO / "benchmarks/peers/run_peer.py"), "--method", method, "--dataset", "codes",
                "--codes", str(src), "--eps", str(eps), "--delta", str(DELTA), "--seed", str(seed), "--out", str(dst),
-               "--aim-rounds", str(rounds)]
+               "--aim-rounds", str(rounds), "--within-bin", within_bin]
         t0 = time.time()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=aim_budget if method == "aim" else None)
@@ -349,6 +351,9 @@ def main(argv=None):
     ap.add_argument("--out", default="benchmarks/results/suite")
     ap.add_argument("--aim-budget", type=int, default=900, help="AIM's wall-clock budget per fit, seconds")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM's rounds (default 2·d)")
+    ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="uniform",
+                    help="where every method's numbers land inside their public bins (DiscreteEncoder.decode); "
+                         "write shaped rows to an --out of their own")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     command = shlex.join(["python", "benchmarks/suite.py", *sys.argv[1:]])
@@ -375,9 +380,9 @@ def main(argv=None):
                             syn = None
                         elif method in PEERS:
                             syn, fit_s, spent, rss, extra = run_peer(method, schema, train, eps, seed, args.aim_budget,
-                                                             args.aim_rounds)
+                                                                     args.aim_rounds, args.within_bin)
                         else:
-                            syn, fit_s, spent, rss, extra = run_synth(method, schema, train, eps, seed)
+                            syn, fit_s, spent, rss, extra = run_synth(method, schema, train, eps, seed, args.within_bin)
                         if syn is not None:
                             row.update(fit_s=round(fit_s, 1), epsilon_spent=spent, **extra,
                                        peak_rss_mb=None if rss is None else round(rss / 1024),

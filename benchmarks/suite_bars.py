@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: Which suite tables are read: results/<PREFIX>_eps<ε>.json (``--results``; "suite_shaped" for the rows decoded
+#: with within_bin="shaped").
+PREFIX = "suite"
 TRIVIAL = ("independent", "naive_bayes")
 
 
@@ -47,7 +50,7 @@ def _se(a: list[float], b: list[float]) -> float:
 
 def bars(eps: float, seeds: set[int] | None = None) -> list[dict]:
     """The verdict per table at ``eps``; ``seeds``: only those seeds' rows (None: all)."""
-    path = RESULTS / f"suite_eps{eps:g}.json"
+    path = RESULTS / f"{PREFIX}_eps{eps:g}.json"
     if not path.exists():
         return []
     rows = [r for r in json.loads(path.read_text())["rows"] if not r.get("error")
@@ -87,9 +90,12 @@ def _cell(m: dict, key: str, meths: tuple[str, ...]) -> str:
 
 
 def markdown() -> str:
+    opt = "" if PREFIX == "suite" else f"--results {PREFIX} "
+    out = "suite_bars.md" if PREFIX == "suite" else f"{PREFIX}_bars.md"
     lines = ["# Issue 26's bars from the suite tables", "",
-             "Command: `python benchmarks/suite_bars.py --out benchmarks/results/suite_bars.md` (reads "
-             "suite_eps0.3/1/3.json; the rows' own commands are in each suite_eps*.md). Means over the seeds present. "
+             f"Command: `python benchmarks/suite_bars.py {opt}--out benchmarks/results/{out}` (reads "
+             f"{PREFIX}_eps0.3/1/3.json; the rows' own commands are in each {PREFIX}_eps*.md). Means over the seeds "
+             "present. "
              "Bars at ε ≥ 1: pgm's TSTR AUC ≥ naive_bayes', independent's and MST's (gbm and logreg each), 2-way TVD ≤ "
              "independent's and MST's, no empty bin ≥ 1 %; at ε = 0.3: not worse than independent on either. A lost "
              "comparison shows its gap (pgm − rival) and the gap's standard error over the seeds; the last column is "
@@ -121,7 +127,10 @@ def markdown() -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--results", default="suite", help="read results/<RESULTS>_eps*.json (default: suite)")
     args = ap.parse_args(argv)
+    global PREFIX
+    PREFIX = args.results
     text = markdown()
     if args.out:
         Path(args.out).write_text(text)

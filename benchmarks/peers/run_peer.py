@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--aim-rounds", type=int, default=30)
     ap.add_argument("--max-model-size", type=float, default=40.0)
+    ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="uniform",
+                    help="where a decoded number lands inside its public bin (DiscreteEncoder.decode)")
     args = ap.parse_args()
     if args.codes:
         codes, enc = pd.read_csv(args.codes, dtype=np.int64), None
@@ -67,7 +69,8 @@ def main():
     if enc is None:
         sample[list(codes.columns)].to_csv(args.out, index=False)
     else:
-        out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed))
+        out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed),
+                         within_bin=args.within_bin)
         out.to_csv(args.out, index=False)
     print(json.dumps({"fit_s": fit_s, "sampler": sampler, "method": args.method,
                       "aim_rounds": args.aim_rounds if args.method == "aim" else None,

@@ -57,3 +57,18 @@ def test_a_loss_states_its_gap_and_standard_error_and_seeds_can_be_restricted(tm
     assert abs(gap - (0.72 - 0.75)) < 1e-9 and abs(se - 0.02 / 3 ** 0.5) < 1e-9  # pgm's std 0.02 over 3 seeds
     assert suite_bars.bars(1.0)[0]["fails"] == []  # the fourth seed lifts pgm's mean to 0.765
     assert "seeds 0-2" in suite_bars.markdown() and "FAIL: gbm < independent" in suite_bars.markdown()
+
+
+def test_results_picks_which_suite_tables_are_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_bars, "RESULTS", tmp_path)
+    monkeypatch.setattr(suite_bars, "PREFIX", "suite")  # main() sets it; teardown restores the default
+    rivals = [_row("independent", 0.5, 0.5, 0.30), _row("naive_bayes", 0.80, 0.80, 0.40), _row("mst", 0.7, 0.7, 0.20)]
+    _write(tmp_path, 1.0, [_row("pgm", 0.85, 0.85, 0.19), *rivals])
+    (tmp_path / "suite_shaped_eps1.json").write_text(json.dumps({"commands": [], "rows": [
+        _row("pgm", 0.79, 0.85, 0.19), *rivals]}))
+    out = tmp_path / "bars.md"
+    suite_bars.main(["--results", "suite_shaped", "--out", str(out)])
+    text = out.read_text()
+    assert "FAIL: gbm < naive_bayes" in text and "--results suite_shaped" in text
+    suite_bars.PREFIX = "suite"
+    assert suite_bars.bars(1.0)[0]["fails"] == []
