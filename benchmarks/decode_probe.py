@@ -10,6 +10,7 @@ law), which no decode touches; last, the suite's logreg and gbm on the same code
 ``within_bin="shaped"``.
 
     python benchmarks/decode_probe.py ofp:1 --methods pgm naive_bayes --seeds 0 1 2
+    python benchmarks/decode_probe.py ofp:1 --methods pgm --config '{"structure": "star"}'
 
 Metrics read the real rows (public benchmark data), as the suite's do.
 """
@@ -17,6 +18,7 @@ Metrics read the real rows (public benchmark data), as the suite's do.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -59,14 +61,15 @@ def model_label_auc(synth, test, positive: str) -> float:
 def main(argv=None) -> None:
     import suite
 
-    from dpsyn.synth import create
     from dpsyn.validation.metrics import tstr_scores
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cells", nargs="+", help="table:epsilon, e.g. ofp:1")
     ap.add_argument("--methods", nargs="+", default=["pgm", "naive_bayes", "independent"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--config", default="{}", help="JSON: pgm settings for this probe, e.g. '{\"structure\": \"star\"}'")
     args = ap.parse_args(argv)
+    cfg = json.loads(args.config)
     warnings.filterwarnings("ignore")
     print("table eps method: logreg raw / logreg on bins / gbm / pgm's own p(y|x) / logreg, gbm with the shaped "
           "within-bin decode (means over seeds)")
@@ -77,14 +80,9 @@ def main(argv=None) -> None:
         for method in args.methods:
             rows = []
             for seed in args.seeds:
-                privacy = {"epsilon": float(eps), "delta": suite.DELTA, "secure_rng": False, "noise_seed": seed}
-                if method in suite.BASELINES:
-                    import baselines
-
-                    cls = baselines.Independent if method == "independent" else baselines.NaiveBayes
-                    s = cls(None, privacy=privacy)
-                else:
-                    s = create(method, {}, privacy=privacy)
+                s = suite._make(method, float(eps), seed, len(train))  # the suite's own construction
+                if method == "pgm" and cfg:
+                    s.config = type(s.config).model_validate({**s.config.model_dump(), **cfg})
                 s.fit(train, schema)
                 syn = s.sample(len(train), random_state=seed)
                 t = tstr_scores(syn, test, schema, positive=positive, random_state=0)

@@ -39,10 +39,8 @@ def probe(name: str, eps: float, cfg: dict, seeds=(0, 1, 2)) -> list[float]:
     method = cfg.pop("_method", "pgm")
     for seed in seeds:
         privacy = {"epsilon": eps, "delta": suite.DELTA, "secure_rng": False, "noise_seed": seed}
-        if method in ("independent", "naive_bayes"):
-            import baselines
-
-            s = (baselines.Independent if method == "independent" else baselines.NaiveBayes)(None, privacy=privacy)
+        if method in suite.BASELINES:
+            s = suite._make(method, eps, seed, len(train))  # the suite's own construction
         else:
             s = create(method, cfg, privacy=privacy)
         s.fit(train, schema)

@@ -355,6 +355,9 @@ def main(argv=None):
                     help="where every method's numbers land inside their public bins (DiscreteEncoder.decode); "
                          "write shaped rows to an --out of their own")
     args = ap.parse_args(argv)
+    if args.within_bin != "uniform" and Path(args.out).name == "suite":
+        ap.error("--within-bin shaped rows need an --out of their own (e.g. benchmarks/results/suite_shaped): "
+                 "the suite's tables hold the uniform decode")
     warnings.filterwarnings("ignore")
     command = shlex.join(["python", "benchmarks/suite.py", *sys.argv[1:]])
     for name in args.datasets:

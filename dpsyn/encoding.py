@@ -132,7 +132,7 @@ class DiscreteEncoder:
             last = kk == len(edges) - 2
             t = rng.random(len(k))  # the position inside the bin, in [0, 1)
             if within_bin == "shaped":
-                t = within_bin_positions(t, kk[~na] if na.any() else kk, kk, edges)
+                t = within_bin_positions(t, kk[~na], kk, edges)  # shaped by the non-missing codes
             if c.decimals is not None:  # a value on the grid of 10^-decimals inside the bin
                 scale = 10.0 ** c.decimals
                 ilo = np.ceil(np.round(lo * scale, 6))
