@@ -7,7 +7,9 @@ count of empty numeric bins (``suite.evaluate``, the same metrics as the suite's
     python benchmarks/pgm_probe.py '{"off": {}, "density_sure": {"smoothing": null}}' breast_cancer:1 titanic:1
 
 A configuration's ``"_method"`` names another synthesizer (``"independent"`` or ``"naive_bayes"``, the suite's
-trivial baselines, or a dpsyn synthesizer's name) to probe beside pgm on the same seeds.
+trivial baselines, or a dpsyn synthesizer's name) to probe beside pgm on the same seeds; ``"_within_bin"``
+(``"shaped"``, dpsyn's default since 2026-12-08, or ``"uniform"``, what every probe before that date used) is the
+decode's ``within_bin``.
 
 docs/synthesis.md ("pgm smoothing") records what it printed.
 """
@@ -37,6 +39,7 @@ def probe(name: str, eps: float, cfg: dict, seeds=(0, 1, 2)) -> list[float]:
     rows = []
     cfg = dict(cfg)
     method = cfg.pop("_method", "pgm")
+    within_bin = cfg.pop("_within_bin", "shaped")
     for seed in seeds:
         privacy = {"epsilon": eps, "delta": suite.DELTA, "secure_rng": False, "noise_seed": seed}
         if method in suite.BASELINES:
@@ -44,7 +47,7 @@ def probe(name: str, eps: float, cfg: dict, seeds=(0, 1, 2)) -> list[float]:
         else:
             s = create(method, cfg, privacy=privacy)
         s.fit(train, schema)
-        m = suite.evaluate(name, schema, train, test, s.sample(len(train), random_state=seed))
+        m = suite.evaluate(name, schema, train, test, s.sample(len(train), random_state=seed, within_bin=within_bin))
         rows.append((m["tvd1"], m["tvd2"], m["tstr"]["gbm"]["roc_auc"], m["tstr"]["logreg"]["roc_auc"], m["n_empty_bins"],
                      getattr(s, "training_", {}).get("iters_run", 0)))
     return np.array(rows).mean(axis=0).round(3).tolist()

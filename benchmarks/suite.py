@@ -1,12 +1,13 @@
 """The evaluation suite (issue 26): every dpsyn synthesizer against trivial DP baselines and peers, on eleven tables.
 
     python benchmarks/suite.py --datasets adult diabetes130 titanic nltcs breast_cancer synthea flchain pbc \
-        pneumon nwtco ofp --eps 0.3 1 3 --seeds 0 1 2 --out benchmarks/results/suite
+        pneumon nwtco ofp --eps 0.3 1 3 --seeds 0 1 2
 
 writes one table per ε (``<out>_eps<ε>.md`` and ``.json``; rows already in the .json are kept, so a stopped run
-resumes). ``--within-bin shaped`` decodes every method's numbers with the shaped within-bin decode
-(``DiscreteEncoder.decode``; MST through ``run_peer.py``); its rows go to an ``--out`` of their own
-(benchmarks/results/suite_shaped). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
+resumes). Every method's numbers are decoded with the shaped within-bin decode, dpsyn's default
+(``DiscreteEncoder.decode``; MST's sampled codes the same way), into benchmarks/results/suite_shaped by default;
+``--within-bin uniform --out benchmarks/results/suite`` gives the uniform decode's tables (every row before
+2026-12-08). Datasets, each with a public schema (dpsyn/schemas/<name>.yaml), a fixed split and a target:
 
 * adult: adult.data / adult.test; income >50K.
 * diabetes130: flattened to one row per patient (the first encounter, lowest encounter_id, as Strack et al.
@@ -278,7 +279,7 @@ def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None, with
         info = json.loads(r.stdout.strip().splitlines()[-1])
         info["wall_s"] = round(time.time() - t0, 1)
         codes = pd.read_csv(dst)[enc.names].to_numpy(dtype=np.int64)
-        syn = enc.decode(codes, rng=np.random.default_rng(seed))
+        syn = enc.decode(codes, rng=np.random.default_rng(seed), within_bin=within_bin)  # as every method is
         return syn, info["fit_s"], eps, info.get("peak_rss_kb"), {"peer": info}
 
 
@@ -348,16 +349,19 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, nargs="+", default=[0.3, 1.0, 3.0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--methods", nargs="+", default=list(ALL_METHODS), choices=ALL_METHODS)
-    ap.add_argument("--out", default="benchmarks/results/suite")
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/suite_shaped (the shaped decode, dpsyn's "
+                    "default), benchmarks/results/suite with --within-bin uniform")
     ap.add_argument("--aim-budget", type=int, default=900, help="AIM's wall-clock budget per fit, seconds")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM's rounds (default 2·d)")
-    ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="uniform",
-                    help="where every method's numbers land inside their public bins (DiscreteEncoder.decode); "
-                         "write shaped rows to an --out of their own")
+    ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="shaped",
+                    help="where every method's numbers land inside their public bins (DiscreteEncoder.decode): "
+                         "shaped (dpsyn's default) or uniform (the tables benchmarks/results/suite_eps*)")
     args = ap.parse_args(argv)
-    if args.within_bin != "uniform" and Path(args.out).name == "suite":
-        ap.error("--within-bin shaped rows need an --out of their own (e.g. benchmarks/results/suite_shaped): "
-                 "the suite's tables hold the uniform decode")
+    if args.out is None:
+        args.out = "benchmarks/results/suite" + ("_shaped" if args.within_bin == "shaped" else "")
+    if Path(args.out).name == ("suite" if args.within_bin == "shaped" else "suite_shaped"):
+        ap.error("benchmarks/results/suite holds the uniform decode's rows, suite_shaped the shaped decode's: pass "
+                 "--within-bin uniform with the first, shaped (the default) with the second")
     warnings.filterwarnings("ignore")
     command = shlex.join(["python", "benchmarks/suite.py", *sys.argv[1:]])
     for name in args.datasets:

@@ -1,6 +1,7 @@
-"""Issue 26's bars, read from the committed suite tables (benchmarks/results/suite_eps*.json):
+"""Issue 26's bars, read from the committed suite tables (benchmarks/results/suite_shaped_eps*.json, the rows
+decoded as dpsyn decodes by default; ``--results suite`` reads the uniform decode's tables):
 
-    python benchmarks/suite_bars.py [--out benchmarks/results/suite_bars.md]
+    python benchmarks/suite_bars.py [--out benchmarks/results/suite_shaped_bars.md]
 
 At ε = 1 and 3: dpsyn's default (pgm) has TSTR AUC (gbm and logreg, each) ≥ the best trivial baseline's and ≥
 MST's, and 2-way TVD ≤ the independent baseline's and ≤ MST's; at ε = 0.3 it is not worse than the independent
@@ -20,9 +21,10 @@ from pathlib import Path
 import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "results"
-#: Which suite tables are read: results/<PREFIX>_eps<ε>.json (``--results``; "suite_shaped" for the rows decoded
-#: with within_bin="shaped").
-PREFIX = "suite"
+#: Which suite tables are read: results/<PREFIX>_eps<ε>.json (``--results``; "suite_shaped", the default, for the
+#: rows decoded with within_bin="shaped", dpsyn's default; "suite" for the uniform decode's).
+DEFAULT_PREFIX = "suite_shaped"
+PREFIX = DEFAULT_PREFIX
 TRIVIAL = ("independent", "naive_bayes")
 
 
@@ -90,7 +92,7 @@ def _cell(m: dict, key: str, meths: tuple[str, ...]) -> str:
 
 
 def markdown() -> str:
-    opt = "" if PREFIX == "suite" else f"--results {PREFIX} "
+    opt = "" if PREFIX == DEFAULT_PREFIX else f"--results {PREFIX} "
     out = "suite_bars.md" if PREFIX == "suite" else f"{PREFIX}_bars.md"
     lines = ["# Issue 26's bars from the suite tables", "",
              f"Command: `python benchmarks/suite_bars.py {opt}--out benchmarks/results/{out}` (reads "
@@ -127,7 +129,8 @@ def markdown() -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--results", default="suite", help="read results/<RESULTS>_eps*.json (default: suite)")
+    ap.add_argument("--results", default=DEFAULT_PREFIX,
+                    help=f"read results/<RESULTS>_eps*.json (default: {DEFAULT_PREFIX}; suite: the uniform decode's)")
     args = ap.parse_args(argv)
     global PREFIX
     PREFIX = args.results

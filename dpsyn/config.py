@@ -133,9 +133,9 @@ class SynthesizeConfig(BaseModel):
     n_samples: int | None = Field(default=None, ge=1, description="Synthetic rows; default: as many as real rows.")
     sample_seed: int | None = Field(default=None, description="Seed for sampling from the fitted model.")
     within_bin: Literal["uniform", "shaped"] = Field(
-        default="uniform", description="Where a synthetic number lands inside its public bin: 'uniform', or "
-        "'shaped' (a density that follows the bins' trend, so a wide tail bin stays near its denser edge; "
-        "post-processing of the sampled codes, docs/synthesis.md).")
+        default="shaped", description="Where a synthetic number lands inside its public bin: 'shaped' (default: a "
+        "density that follows the bins' trend, so a wide tail bin stays near its denser edge; post-processing of the "
+        "sampled codes, docs/synthesis.md) or 'uniform'.")
     experiment: str = Field(default="dpsyn", description="MLflow experiment name.")
     watermark: WatermarkConfig = Field(default_factory=WatermarkConfig)
     lineage_url: str | None = Field(

@@ -7,7 +7,8 @@ It lives outside ``dpsyn`` because ``dpsyn`` never imports MLflow. A logged mode
 * ``artifacts/model.pkl``: the synthesizer (a fitted model that holds no training row);
 * ``artifacts/dpsyn-<version>+<digest>-py3-none-any.whl``: the dpsyn library (:mod:`tasks.model_wheel`), installed
   by the model's ``requirements.txt`` with the pinned runtime it needs (no Prefect, Presidio or ledgers);
-* a signature: the parameter ``random_state`` and the output schema of the table (its column names and types);
+* a signature: the parameters ``random_state`` and ``within_bin`` and the output schema of the table (its column
+  names and types);
 
 so ``mlflow models serve`` and ``mlflow.pyfunc.load_model`` work in an environment built from the model's own
 requirements::
@@ -17,6 +18,7 @@ requirements::
     model = mlflow.pyfunc.load_model("models:/dpsyn-adult@champion")
     rows = model.predict(500)  # a DataFrame of 500 synthetic rows
     rows = model.predict(500, params={"random_state": 7})  # reproducible
+    rows = model.predict(500, params={"within_bin": "uniform"})  # numbers uniform inside their bins
 
 Sampling is post-processing: it costs no privacy budget.
 
@@ -115,7 +117,8 @@ def _recorded_digests(model_uri: str) -> dict[str, str]:
 
 
 def signature(sample):
-    """Parameters: ``random_state`` (an int, default None); outputs: the columns and types of ``sample``, a frame of
+    """Parameters: ``random_state`` (an int, default None), ``within_bin`` (``"shaped"``, the default, or
+    ``"uniform"``: where a number lands inside its public bin, as ``Synthesizer.sample``); outputs: the columns and types of ``sample``, a frame of
     synthetic rows (the table's public schema: names and types, no value is recorded). No input schema, so the row
     count may be given in any of the forms :func:`tasks.synthesizer_model.requested_rows` accepts."""
     from mlflow.models import ModelSignature
@@ -123,4 +126,5 @@ def signature(sample):
     from mlflow.types.utils import _infer_schema
 
     return ModelSignature(inputs=None, outputs=_infer_schema(sample.iloc[:0]) if sample is not None else None,
-                          params=ParamSchema([ParamSpec("random_state", "long", None)]))
+                          params=ParamSchema([ParamSpec("random_state", "long", None),
+                                              ParamSpec("within_bin", "string", "shaped")]))

@@ -68,7 +68,8 @@ def requested_rows(model_input: Any) -> int:
 
 
 class SynthesizerModel(mlflow.pyfunc.PythonModel):
-    """Pyfunc wrapper: ``predict(n)`` → ``synthesizer.sample(n, random_state=params['random_state'])``.
+    """Pyfunc wrapper: ``predict(n)`` → ``synthesizer.sample(n, random_state=params['random_state'],
+    within_bin=params['within_bin'])`` (``within_bin``: ``"shaped"``, the library's default, or ``"uniform"``).
 
     ``model_input`` is hinted as a DataFrame, pyfunc's common input (a served model receives one); the other shapes
     of a row count pass through as well (``requested_rows`` checks them). MLflow infers no input schema from that
@@ -89,7 +90,11 @@ class SynthesizerModel(mlflow.pyfunc.PythonModel):
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> pd.DataFrame:
         n = requested_rows(model_input)
         random_state = (params or {}).get("random_state")
-        return self.synthesizer.sample(n, random_state=None if random_state is None else int(random_state))
+        within_bin = (params or {}).get("within_bin") or "shaped"
+        if within_bin not in ("shaped", "uniform"):
+            raise ValueError("within_bin must be 'shaped' or 'uniform'")
+        return self.synthesizer.sample(n, random_state=None if random_state is None else int(random_state),
+                                       within_bin=within_bin)
 
 
 mlflow.models.set_model(SynthesizerModel())

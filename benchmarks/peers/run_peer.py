@@ -7,6 +7,12 @@ i.i.d. (`synthetic_data(method="sample")` on the estimated graphical model, patc
 under the synthesizer's own ``sample`` so decompression still applies), not with
 mbi 1.x's default sampler, which links columns sharing a parent (see ../shared/NOTES.md).
 AIM is capped with --aim-rounds (default 30 rounds instead of 224) and --max-model-size.
+
+``--noise seeded`` (the default since 2026-12-08) draws the measurements' Gaussian noise from numpy's generator
+seeded by --seed instead of OpenDP's secure sampler (the same law, N(0, σ²) per cell), so a row of the suite is
+reproducible and two runs of the same seed (uniform and shaped decodes, say) measure the same noisy marginals: the
+selection, the estimate and the i.i.d. sample already draw from numpy's seeded global generator. ``--noise
+secure`` keeps smartnoise-synth's own sampler (unseedable; every row made before that date).
 """
 
 import argparse
@@ -36,6 +42,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--aim-rounds", type=int, default=30)
     ap.add_argument("--max-model-size", type=float, default=40.0)
+    ap.add_argument("--noise", choices=["seeded", "secure"], default="seeded",
+                    help="the measurements' Gaussian noise: numpy seeded by --seed (reproducible) or OpenDP's sampler")
     ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="uniform",
                     help="where a decoded number lands inside its public bin (DiscreteEncoder.decode)")
     args = ap.parse_args()
@@ -52,6 +60,9 @@ def main():
     np.random.seed(args.seed)
     t0 = time.time()
     from snsynth import Synthesizer
+
+    if args.noise == "seeded":
+        seeded_gaussian_noise()
 
     kw = {"epsilon": args.eps, "delta": args.delta}
     if args.method == "aim":
@@ -72,9 +83,21 @@ def main():
         out = enc.decode(sample[enc.names].to_numpy(dtype=np.int64), rng=np.random.default_rng(args.seed),
                          within_bin=args.within_bin)
         out.to_csv(args.out, index=False)
-    print(json.dumps({"fit_s": fit_s, "sampler": sampler, "method": args.method,
+    print(json.dumps({"fit_s": fit_s, "sampler": sampler, "method": args.method, "noise": args.noise,
                       "aim_rounds": args.aim_rounds if args.method == "aim" else None,
                       "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+
+
+def seeded_gaussian_noise() -> None:
+    """Replace the Gaussian sampler MST and AIM import from ``snsynth.utils`` (OpenDP's, one call per cell) by
+    numpy's global generator, which ``main`` seeds: the same N(0, σ²) per cell, drawn reproducibly."""
+    import snsynth.aim.aim as aim
+    import snsynth.mst.mst as mst
+
+    def gaussian_noise(sigma, size=None):
+        return float(np.random.normal(0.0, sigma)) if size is None else np.random.normal(0.0, sigma, size).tolist()
+
+    mst.gaussian_noise = aim.gaussian_noise = gaussian_noise
 
 
 if __name__ == "__main__":

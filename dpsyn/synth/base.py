@@ -117,9 +117,11 @@ class Synthesizer(ABC):
         return self
 
     def sample(self, n: int, *, random_state: int | np.random.Generator | None = None,
-               within_bin: str = "uniform") -> pd.DataFrame:
+               within_bin: str = "shaped") -> pd.DataFrame:
         """``n`` synthetic rows with the schema's output columns (post-processing: no privacy cost).
-        ``within_bin``: where a number lands inside its public bin (``DiscreteEncoder.decode``)."""
+        ``within_bin``: where a number lands inside its public bin (``DiscreteEncoder.decode``): ``"shaped"``
+        (default) by the sampled codes' own bin counts, so a wide tail bin decays from its denser neighbour, or
+        ``"uniform"``."""
         if not hasattr(self, "encoder_"):
             raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(df, schema) first")
         if n < 0:

@@ -47,7 +47,29 @@ def test_a_genuine_version_loads_verified(registered):
     from tasks.pyfunc_model import load_verified
 
     uri, _ = registered
-    assert len(load_verified(uri).predict(5)) == 5
+    model = load_verified(uri)
+    assert len(model.predict(5)) == 5
+    with pytest.raises(Exception, match="within_bin"):
+        model.predict(5, params={"within_bin": "smooth"})
+
+
+def test_the_served_model_decodes_as_asked(tmp_path):
+    """The pyfunc's ``within_bin`` reaches ``Synthesizer.sample``; left out, the library's default (shaped)."""
+    import pandas as pd
+
+    from tasks.synthesizer_model import SynthesizerModel
+
+    class Recorder:
+        def sample(self, n, *, random_state=None, within_bin="shaped"):
+            return pd.DataFrame({"n": [n], "random_state": [random_state], "within_bin": [within_bin]})
+
+    model = SynthesizerModel()
+    model.synthesizer = Recorder()
+    assert model.predict(None, 4).iloc[0].to_dict() == {"n": 4, "random_state": None, "within_bin": "shaped"}
+    got = model.predict(None, 4, params={"random_state": 2, "within_bin": "uniform"}).iloc[0].to_dict()
+    assert got == {"n": 4, "random_state": 2, "within_bin": "uniform"}
+    with pytest.raises(ValueError, match="within_bin"):
+        model.predict(None, 4, params={"within_bin": "smooth"})
 
 
 def test_a_replaced_synthesizer_pickle_is_refused_before_it_runs(registered, tmp_path):

@@ -1,4 +1,5 @@
-"""The encoder's within-bin decode: uniform by default, 'shaped' follows the bins' trend and never leaves a bin."""
+"""The within-bin decode: the encoder's primitive is uniform by default, a synthesizer's sample is 'shaped' by
+default; 'shaped' follows the bins' trend and never leaves a bin."""
 
 from __future__ import annotations
 
@@ -76,3 +77,19 @@ def test_default_decode_is_unchanged_and_a_bad_choice_is_refused():
     pd.testing.assert_frame_equal(a, b)
     with pytest.raises(ConfigError, match="within_bin"):
         enc.decode(codes, rng=np.random.default_rng(4), within_bin="smooth")
+
+
+def test_a_synthesizers_sample_is_shaped_by_default():
+    from dpsyn.synth import create
+
+    enc = DiscreteEncoder(_schema())
+    real = enc.decode(_codes(np.random.default_rng(0)), rng=np.random.default_rng(5), within_bin="shaped")
+    synth = create("pgm", {}, privacy={"epsilon": 50.0, "delta": 1e-6, "secure_rng": False, "noise_seed": 0})
+    synth.fit(real, _schema())
+    default = synth.sample(3000, random_state=7)
+    shaped = synth.sample(3000, random_state=7, within_bin="shaped")
+    uniform = synth.sample(3000, random_state=7, within_bin="uniform")
+    pd.testing.assert_frame_equal(default, shaped)
+    np.testing.assert_array_equal(enc.encode(default), enc.encode(uniform))  # the same bins either way
+    tail = default["visits"] >= 40
+    assert tail.any() and default["visits"][tail].mean() < uniform["visits"][tail].mean() - 40

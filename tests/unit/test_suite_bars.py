@@ -17,7 +17,7 @@ def _row(method, gbm, lr, tvd2, empty=0, seed=0):
 
 
 def _write(tmp_path, eps, rows):
-    (tmp_path / f"suite_eps{eps:g}.json").write_text(json.dumps({"commands": [], "rows": rows}))
+    (tmp_path / f"{suite_bars.PREFIX}_eps{eps:g}.json").write_text(json.dumps({"commands": [], "rows": rows}))
 
 
 def test_a_win_passes_and_each_loss_is_named(tmp_path, monkeypatch):
@@ -61,14 +61,16 @@ def test_a_loss_states_its_gap_and_standard_error_and_seeds_can_be_restricted(tm
 
 def test_results_picks_which_suite_tables_are_read(tmp_path, monkeypatch):
     monkeypatch.setattr(suite_bars, "RESULTS", tmp_path)
-    monkeypatch.setattr(suite_bars, "PREFIX", "suite")  # main() sets it; teardown restores the default
+    monkeypatch.setattr(suite_bars, "PREFIX", suite_bars.DEFAULT_PREFIX)  # main() sets it; teardown restores it
+    assert suite_bars.DEFAULT_PREFIX == "suite_shaped"  # the rows decoded as dpsyn decodes by default
     rivals = [_row("independent", 0.5, 0.5, 0.30), _row("naive_bayes", 0.80, 0.80, 0.40), _row("mst", 0.7, 0.7, 0.20)]
-    _write(tmp_path, 1.0, [_row("pgm", 0.85, 0.85, 0.19), *rivals])
-    (tmp_path / "suite_shaped_eps1.json").write_text(json.dumps({"commands": [], "rows": [
-        _row("pgm", 0.79, 0.85, 0.19), *rivals]}))
+    _write(tmp_path, 1.0, [_row("pgm", 0.79, 0.85, 0.19), *rivals])
+    (tmp_path / "suite_eps1.json").write_text(json.dumps({"commands": [], "rows": [
+        _row("pgm", 0.85, 0.85, 0.19), *rivals]}))
     out = tmp_path / "bars.md"
-    suite_bars.main(["--results", "suite_shaped", "--out", str(out)])
+    suite_bars.main(["--results", "suite", "--out", str(out)])
     text = out.read_text()
-    assert "FAIL: gbm < naive_bayes" in text and "--results suite_shaped" in text
-    suite_bars.PREFIX = "suite"
-    assert suite_bars.bars(1.0)[0]["fails"] == []
+    assert "FAIL" not in text and "--results suite " in text
+    suite_bars.main(["--out", str(out)])
+    text = out.read_text()
+    assert "FAIL: gbm < naive_bayes" in text and "--results" not in text

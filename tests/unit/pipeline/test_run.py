@@ -47,7 +47,7 @@ print(json.dumps({"result": result, "prefect": "prefect" in sys.modules, "mlflow
 
 @pytest.mark.slow  # a process or a real training: in the full suite, not the fast tier
 def test_a_library_run_publishes_without_prefect_or_mlflow(small_input, tmp_path, session_home):
-    cfg = _config(small_input, tmp_path, within_bin="shaped")  # the opt-in decode, end to end
+    cfg = _config(small_input, tmp_path)  # the default (shaped) decode, end to end
     res = subprocess.run([sys.executable, "-c", _RUN, cfg.model_dump_json()], capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -96,6 +96,7 @@ def test_a_refused_run_reserves_nothing(small_input, tmp_path):
 def test_within_bin_is_a_closed_choice(small_input, tmp_path):
     from pydantic import ValidationError
 
-    assert _config(small_input, tmp_path).within_bin == "uniform"
+    assert _config(small_input, tmp_path).within_bin == "shaped"
+    assert _config(small_input, tmp_path, within_bin="uniform").within_bin == "uniform"
     with pytest.raises(ValidationError, match="within_bin"):
         _config(small_input, tmp_path, within_bin="smooth")
