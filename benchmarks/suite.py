@@ -268,7 +268,7 @@ def run_peer(method, schema, train, eps, seed, aim_budget, aim_rounds=None, with
         rounds = aim_rounds or 2 * len(enc.names)
         cmd = [str(py), str(REPO / "benchmarks/peers/run_peer.py"), "--method", method, "--dataset", "codes",
                "--codes", str(src), "--eps", str(eps), "--delta", str(DELTA), "--seed", str(seed), "--out", str(dst),
-               "--aim-rounds", str(rounds), "--within-bin", within_bin]
+               "--aim-rounds", str(rounds)]  # the peer writes codes; they are decoded below, as every method's
         t0 = time.time()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=aim_budget if method == "aim" else None)

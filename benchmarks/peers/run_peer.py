@@ -45,7 +45,7 @@ def main():
     ap.add_argument("--noise", choices=["seeded", "secure"], default="seeded",
                     help="the measurements' Gaussian noise: numpy seeded by --seed (reproducible) or OpenDP's sampler")
     ap.add_argument("--within-bin", choices=["uniform", "shaped"], default="uniform",
-                    help="where a decoded number lands inside its public bin (DiscreteEncoder.decode)")
+                    help="with --dataset: where a decoded number lands inside its public bin (with --codes the caller decodes)")
     args = ap.parse_args()
     if args.codes:
         codes, enc = pd.read_csv(args.codes, dtype=np.int64), None
